@@ -25,6 +25,22 @@ describe("a redirect's target without the released values", () => {
       "/x?key=portcullis-placeholder%3Aapi",
     );
     expect(locationWithoutValues("/nothing/here", released)).toBe("/nothing/here");
+    // both spellings in one header, the upstream's lower-case one after encodeURIComponent's
+    expect(
+      locationWithoutValues(`/a?k=${encodeURIComponent("tok/en+1 é")}&j=tok%2fen%2b1%20%c3%a9`, released),
+    ).toBe("/a?k=portcullis-placeholder%3Aapi&j=portcullis-placeholder%3Aapi");
+  });
+
+  it("a value as long as the vault takes (64 KiB) is taken out, not given to a regular expression V8 refuses", () => {
+    const value = "é/".repeat(21_000);
+    const long = new Map([["big", value]]);
+    const location = `https://www.example/x?key=${encodeURIComponent(value).toLowerCase()}&n=1`;
+    expect(locationWithoutValues(location, long)).toBe(
+      "https://www.example/x?key=portcullis-placeholder%3Abig&n=1",
+    );
+    expect(locationWithoutValues(`/p/${Buffer.from(value, "utf8").toString("latin1")}`, long)).toBe(
+      "/p/portcullis-placeholder:big",
+    );
   });
 
   it("only Location lines of a head, in any letter case; an unchanged head is the same buffer", () => {

@@ -11,31 +11,44 @@
  */
 
 /**
- * A released value as a URL may hold it: URL-encoded as release.ts writes it, its escapes in
- * either case (`%2f` is `%2F`: an upstream may write its own), and as written (an upstream may
- * have decoded it), each with the placeholder it goes back to.
+ * A released value as a URL may hold it, each with the placeholder it goes back to: URL-encoded
+ * as release.ts writes it, and as written (an upstream may have decoded it). Searched as plain
+ * text, never as a regular expression built from the value: a vault value may be 64 KiB, and V8
+ * refuses a regular expression that large ("too large"), which would end the answer's handling.
  */
-function spellings(scope: string, value: string): [RegExp, string][] {
+function spellings(scope: string, value: string): [string, string][] {
   const raw = Buffer.from(value, "utf8").toString("latin1");
   const encoded = encodeURIComponent(value);
-  const literal = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  const anyCase = literal(encoded).replace(
-    /%([0-9A-F])([0-9A-F])/g,
-    (_, a: string, b: string) => `%[${a}${a.toLowerCase()}][${b}${b.toLowerCase()}]`,
-  );
   return [
-    [new RegExp(anyCase, "g"), `portcullis-placeholder%3A${scope}`],
-    ...(raw === encoded
-      ? []
-      : ([[new RegExp(literal(raw), "g"), `portcullis-placeholder:${scope}`]] as [RegExp, string][])),
+    [encoded, `portcullis-placeholder%3A${scope}`],
+    ...(raw === encoded ? [] : ([[raw, `portcullis-placeholder:${scope}`]] as [string, string][])),
   ];
 }
 
-/** A `Location` header's value (latin1, as read) with the released values taken out. */
+/** `text` with its percent escapes in upper case (`%2f` is `%2F`: the same URL, RFC 3986 6.2.2.1). */
+function escapesUpper(text: string): string {
+  return text.includes("%") ? text.replace(/%[0-9a-fA-F]{2}/g, (e) => e.toUpperCase()) : text;
+}
+
+/**
+ * A `Location` header's value (latin1, as read) with the released values taken out. The escapes
+ * an upstream wrote itself may be in lower case, so an encoded form not found as written is
+ * looked for again with the header's escapes in upper case (encodeURIComponent's), so that
+ * both spellings go; the header is changed only where a value is found.
+ */
 export function locationWithoutValues(location: string, released: ReadonlyMap<string, string>): string {
   let out = location;
-  for (const [scope, value] of released)
-    if (value !== "") for (const [from, to] of spellings(scope, value)) out = out.replace(from, () => to);
+  for (const [scope, value] of released) {
+    if (value === "") continue;
+    for (const [form, placeholder] of spellings(scope, value)) {
+      if (out.includes(form)) out = out.split(form).join(placeholder);
+      // then the occurrences whose escapes the upstream wrote in lower case, if any are left
+      if (form.includes("%")) {
+        const upper = escapesUpper(out);
+        if (upper.includes(form)) out = upper.split(form).join(placeholder);
+      }
+    }
+  }
   return out;
 }
 
