@@ -45,7 +45,7 @@ import {
   secretNames,
   VaultError,
 } from "../vault/secrets.js";
-import { oneOf, parse, subcommandFirst, unknownSubcommand } from "./args.js";
+import { leadingZero, oneOf, parse, subcommandFirst, unknownSubcommand } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, missingSubcommand, UsageError } from "./errors.js";
 import { headerHostMismatch } from "./headerSecrets.js";
 import { keyringEnding } from "./keyringAdvice.js";
@@ -847,6 +847,10 @@ export function parseDuration(text: string): number {
   const m = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/.exec(text);
   if (!m || text === "" || (m[1] === undefined && m[2] === undefined && m[3] === undefined))
     throw new UsageError(BAD_DURATION);
+  // `010m` was 10 minutes, where a reader (or a tool reading 0-prefixed numbers as octal) may take
+  // it for 8: refused as every numeric flag refuses a leading zero (wholeNumber in args.ts)
+  if ([m[1], m[2], m[3]].some((n) => n !== undefined && /^0[0-9]/.test(n)))
+    throw new UsageError(`unlock: ${leadingZero("--for", "number")}.`);
   const ms = (Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0)) * 1000;
   if (ms <= 0 || ms > MAX_UNLOCK_MS) throw new UsageError(BAD_DURATION);
   return ms;

@@ -55,4 +55,18 @@ describe("a number with a leading zero", () => {
       expect(r.stderr, flag).toBe(said("console", flag));
     }
   });
+
+  it("unlock's --for refuses it in any of its numbers, before the passphrase or the state directory", async () => {
+    // 010m was 10 minutes; the duration's numbers are read like every other flag's
+    const noKeyring = tempDir("portcullis-state-");
+    for (const value of ["010m", "01h", "1h05m", "00090s"]) {
+      const r = await runCli(["unlock", "--for", value], { stateDir: noKeyring });
+      expect(r.code, value).toBe(2);
+      expect(r.stderr, value).toBe(said("unlock", "for"));
+    }
+    // without a leading zero the duration is taken, and the command goes on to the state directory
+    const plain = await runCli(["unlock", "--for", "10m"], { stateDir: noKeyring });
+    expect(plain.code).toBe(2);
+    expect(plain.stderr).toMatch(/portcullis init/);
+  });
 });
