@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { RefusedAnswer } from "../gateway/clientMessages.js";
+import { refuse } from "../guard/refusals.js";
 import { TopLevelIdScanner } from "../relay/idScan.js";
 import { BATCH_REFUSED, classify, type Id, INVALID_REQUEST, PARSE_ERROR } from "../relay/jsonrpc.js";
 import { MAX_MESSAGE_DEPTH, parsedNestsDeeperThan } from "../util/jsonDepth.js";
@@ -45,7 +46,8 @@ export async function readJsonBody(
     status: 413,
     code: INVALID_REQUEST,
     message: `the request body exceeds the message size limit of ${maxBytes} bytes`,
-    data: { error: "message_too_large", bytes, limit: maxBytes },
+    // the data an agent gets for the same refusal on stdio (error, reason, retry, bytes), and the limit
+    data: { ...(refuse.requestTooLarge(bytes, "not forwarded").data as object), limit: maxBytes },
   });
   /** a refused body's id, when it reads as an answer: told to `refusedAnswer` */
   const answered = (scan: TopLevelIdScanner, problem: RefusedAnswer) => {
@@ -114,7 +116,8 @@ export async function readJsonBody(
       status: 400,
       code: INVALID_REQUEST,
       message: `Invalid Request: nested deeper than ${MAX_MESSAGE_DEPTH} levels of arrays and objects`,
-      data: { error: "message_too_deep", limit: MAX_MESSAGE_DEPTH },
+      // the data an agent gets for the same refusal on stdio: error, reason, retry, limit
+      data: refuse.requestTooDeep(MAX_MESSAGE_DEPTH, "not forwarded").data,
     };
   }
   const problem = jsonRpcProblem(value);

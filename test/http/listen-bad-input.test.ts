@@ -69,6 +69,11 @@ describe("transport errors are HTTP statuses", () => {
       code: -32600,
       data: { error: "message_too_deep", limit: 512 },
     });
+    // the data every refusal carries (docs/refusals.md): what went wrong and what to do next
+    expect(JSON.parse(deep.body).error.data).toMatchObject({
+      reason: expect.stringMatching(/nested deeper/),
+      retry: expect.stringMatching(/at most 512 levels/),
+    });
     await stillServes(l, session);
     const unknown = await raw(l, { headers: h({ "mcp-session-id": "0".repeat(32) }), body: call(1) });
     expect(unknown.status).toBe(404);
@@ -137,7 +142,17 @@ describe("transport errors are HTTP statuses", () => {
     const big = call(7, "x".repeat(10_000));
     const r = await raw(l, { headers: l.headers({ "mcp-session-id": session }), body: big });
     expect(r.status).toBe(413);
-    expect(JSON.parse(r.body).error.data.error).toBe("message_too_large");
+    // the data of the same refusal on stdio (docs/refusals.md: error, reason, retry, bytes), and the limit
+    expect(JSON.parse(r.body).error).toMatchObject({
+      code: -32600,
+      data: {
+        error: "message_too_large",
+        reason: "request over the message size limit",
+        retry: expect.stringMatching(/--max-message-bytes/),
+        limit: 4096,
+      },
+    });
+    expect(JSON.parse(r.body).error.data.bytes).toBeGreaterThan(4096);
     // declared by Content-Length or not: a chunked body is cut as it arrives
     const chunked = await raw(l, {
       headers: l.headers({ "mcp-session-id": session, "transfer-encoding": "chunked" }),
