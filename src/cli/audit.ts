@@ -76,6 +76,7 @@ passphrase. ${PASSPHRASE_HELP}
 
 Every one of these takes --state-dir DIR (default: $PORTCULLIS_HOME, else
 $XDG_STATE_HOME/portcullis, else ~/.local/state/portcullis): the state directory whose log it reads.
+An option may come before the subcommand: 'audit --file EXPORT verify' is 'audit verify --file EXPORT'.
 
 Exit codes: 0 ok, 1 the chain (or a record) failed a check, or a wrong passphrase,
 2 usage or environment error.`;

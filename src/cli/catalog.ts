@@ -26,7 +26,9 @@ show   the tools of a catalog revision (default: the latest) with their fingerpr
 diff   field-level changes between two revisions (default: the previous and the latest),
        each classified expands | narrows | cosmetic; with one revision recorded, it says
        there is nothing to compare yet (exit 0)
-list   every revision recorded for LABEL`;
+list   every revision recorded for LABEL
+
+An option may come before the subcommand: 'catalog --json list LABEL' is 'catalog list LABEL --json'.`;
 
 const CATALOG_SUBCOMMANDS = ["show", "diff", "list"] as const;
 

@@ -26,7 +26,8 @@ when it is added, after the passphrase; gateways honour only pinned passkeys.
          (the console must be running: 'portcullis console' starts it)
   rm ID  takes a passkey's authority away (recorded in the audit chain); no
          passphrase needed. Its grants stop covering calls. ID may be a unique
-         prefix of at least 6 characters.`;
+         prefix of at least 6 characters.
+An option may come before the subcommand: 'passkey --json list' is 'passkey list --json'.`;
 
 const PASSKEY_SUBCOMMANDS = ["list", "add", "rm"] as const;
 

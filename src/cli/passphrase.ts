@@ -15,7 +15,8 @@ import { PASSPHRASE_FILE_ENV, passphraseFileRefusal, passphraseFileSentence } fr
 
 export { PASSPHRASE_FILE_ENV };
 
-export const PASSPHRASE_HELP = `The passphrase is read from the terminal with echo off. For tests and CI, set
+export const PASSPHRASE_HELP = `The passphrase is read from the terminal with echo off, as UTF-8 text (a terminal set to
+another encoding is refused, never read as another passphrase). For tests and CI, set
 ${PASSPHRASE_FILE_ENV}=<path> to a file whose first line is the passphrase,
 yours alone (chmod 600: a file others may read or change is refused).`;
 

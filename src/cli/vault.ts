@@ -69,9 +69,9 @@ export const VAULT_HELP = `usage:
   portcullis lock                            credentials stop at once, in every gateway
 
 NAME is the credential scope that portcullis.json's "credentials" name, and that grants,
-reviews and the audit log show. The value is typed on the terminal with echo off, or read
-from standard input with --from-stdin (UTF-8 text; one trailing newline is dropped); never from an
-argument. Values are sealed under the keyring's data key in the store.
+reviews and the audit log show. The value is typed on the terminal with echo off (UTF-8 text: a
+terminal sending other bytes is refused), or read from standard input with --from-stdin (UTF-8
+text; one trailing newline is dropped); never from an argument. Values are sealed under the keyring's data key in the store.
 
 How a secret may be handed out is decided here, with the passphrase, not by portcullis.json
 (which an agent can edit): --deliver http (the default) keeps the value inside portcullis and
@@ -86,6 +86,7 @@ servers' egress proxy uses to read HTTPS to the declared hosts.
 
 Every one of these takes --state-dir DIR (default: $PORTCULLIS_HOME, else
 $XDG_STATE_HOME/portcullis, else ~/.local/state/portcullis): the state directory whose vault it acts on.
+An option may come before the subcommand: 'vault --json list' is 'vault list --json'.
 
 ${PASSPHRASE_HELP}`;
 

@@ -15,6 +15,15 @@ import { runCli } from "../helpers/gateway.js";
 import { newStateDir } from "../helpers/state.js";
 
 describe("a command group's words", () => {
+  it("each group's --help says an option may come before the subcommand, where a user looks", async () => {
+    const stateDir = newStateDir();
+    for (const group of ["audit", "catalog", "passkey", "vault"]) {
+      const r = await runCli([group, "--help"], { stateDir });
+      expect(r.code, group).toBe(0);
+      expect(r.stdout, group).toMatch(new RegExp(`An option may come before the subcommand: '${group} --`));
+    }
+  });
+
   it("an option before the subcommand is read as after it, in vault and audit as in catalog and passkey", async () => {
     const stateDir = newStateDir();
     const same = async (before: string[], after: string[]) => {
