@@ -64,6 +64,62 @@ const built: Record<string, ErrorObject> = {
 
 const errorOf = (e: ErrorObject): string => (e.data as { error: string }).error;
 
+/**
+ * Every constructor of `refuse`, each called once (the ones `built` shows with every optional
+ * field, and the variants the gateway sends for other causes: a lost read, a run ended, a header's
+ * secret, a server that stopped reading…). A constructor added to src/guard/refusals.ts without a
+ * line here fails the test below, so its data.error, code and fields are held to the doc too.
+ */
+const everyConstructor: Record<keyof typeof refuse, () => ErrorObject | null> = {
+  identityPending: () => refuse.identityPending("E2", true, "a watched file changed"),
+  identityPendingAtEnd: () => refuse.identityPendingAtEnd("E2", "the client closed its input", "client"),
+  catalogUnavailable: () => refuse.catalogUnavailable("E2", "x"),
+  catalogStale: () => refuse.catalogStale("t", 1, 2),
+  toolNotInCatalog: () => refuse.toolNotInCatalog("t", 2),
+  epochTransition: () => refuse.epochTransition("E1", "E2"),
+  readLost: () => refuse.readLost("tools/list", "E1"),
+  initializeLost: () => refuse.initializeLost("E1", true),
+  sessionEnded: () => refuse.sessionEnded("E1", 404),
+  authorizationStale: () => built.authorization_stale as ErrorObject,
+  authorizationRequired: () => refuse.authorizationRequired("R1", "portcullis approve R1"),
+  connectionEndsBeforeApproval: () => refuse.connectionEndsBeforeApproval("R1"),
+  tooManyPending: () => refuse.tooManyPending(50, "portcullis approvals"),
+  runEnded: () => refuse.runEnded("R1"),
+  vaultLocked: () => refuse.vaultLocked(["s"]),
+  headerVaultLocked: () => refuse.headerVaultLocked("s", "portcullis unlock"),
+  headerCredentialMissing: () => refuse.headerCredentialMissing("s", "no secret by that name in the vault"),
+  credentialMissing: () =>
+    refuse.credentialMissing("s", "stored for HTTP delivery", "have the client reconnect"),
+  approvalDenied: () => refuse.approvalDenied("R1", "not on prod"),
+  approvalTimeout: () => built.approval_timeout as ErrorObject,
+  approvalUnusable: () => refuse.approvalUnusable("R1"),
+  auditUnavailable: () => refuse.auditUnavailable("disk full"),
+  serverUnavailable: () => refuse.serverUnavailable("the server keeps crashing"),
+  serverInputClosed: () => refuse.serverInputClosed(),
+  serverUnreachable: () => refuse.serverUnreachable("connection refused"),
+  serverNotReading: () => refuse.serverNotReading("its stdin is closed"),
+  serverDown: () => refuse.serverDown({ unreachable: "connection refused" }),
+  upstreamRedirect: () => refuse.upstreamRedirect(307, "https://example.com/mcp"),
+  upstreamUnreadable: () => refuse.upstreamUnreadable("x"),
+  upstreamOlderTransport: () => refuse.upstreamOlderTransport(405, "http://127.0.0.1:8080/sse", "x"),
+  upstreamAcceptedUnanswered: () => refuse.upstreamAcceptedUnanswered("tools/call"),
+  upstreamHttpError: () => refuse.upstreamHttpError(500),
+  notInitialized: () => refuse.notInitialized("tools/call", true),
+  initializedNotSent: () => refuse.initializedNotSent("tools/call"),
+  requestTooLarge: () => refuse.requestTooLarge(70_000, "dropped"),
+  responseTooLarge: () => refuse.responseTooLarge(70_000, "client"),
+  requestTooDeep: () => refuse.requestTooDeep(512, "dropped"),
+  responseTooDeep: () => refuse.responseTooDeep(512, "client"),
+  upstreamVersionInvalid: () => refuse.upstreamVersionInvalid("x"),
+  responseInvalid: () => refuse.responseInvalid("not valid JSON", "client"),
+  numberOutOfRange: () => refuse.numberOutOfRange("arguments.n", Number.NEGATIVE_INFINITY),
+  targetNotWellFormed: () => refuse.targetNotWellFormed("resources/read"),
+  serverError: () => built.server_error as ErrorObject,
+  serverResult: () =>
+    refuse.serverResult({ requestState: "portcullis-approval:x" }, "carries the gateway's mark"),
+  shuttingDown: () => refuse.shuttingDown(),
+};
+
 interface Row {
   code: number;
   error: string;
@@ -126,6 +182,41 @@ describe("docs/refusals.md", () => {
     expect(typeof e.message).toBe("string");
     const extra = Object.keys(data).filter((k) => !["error", "reason", "retry"].includes(k));
     expect(extra.sort()).toEqual([...(row?.extra ?? [])].sort());
+  });
+
+  it("every constructor of refuse builds a documented row: its code, data.error, reason, retry, and only documented fields", () => {
+    expect(Object.keys(everyConstructor).sort()).toEqual(Object.keys(refuse).sort());
+    for (const [name, build] of Object.entries(everyConstructor)) {
+      const e = build();
+      expect(e, name).not.toBeNull();
+      const data = (e as ErrorObject).data as Record<string, unknown>;
+      const row = table.find((r) => r.error === data.error && r.code === (e as ErrorObject).code);
+      expect(row, `${name}: ${String(data.error)} ${(e as ErrorObject).code}`).toBeDefined();
+      expect(typeof data.reason, name).toBe("string");
+      expect(typeof data.retry, name).toBe("string");
+      const extra = Object.keys(data).filter((k) => !["error", "reason", "retry"].includes(k));
+      for (const k of extra) expect(row?.extra, `${name}: data.${k}`).toContain(k);
+    }
+  });
+
+  it("its example is what the gateway sends: the same message, reason and retry", () => {
+    // the example is what an agent's author copies from: its words must be the gateway's own
+    const block = /## Example\n\n```json\n([\s\S]*?)```/.exec(doc)?.[1];
+    expect(block).toBeDefined();
+    const example = JSON.parse(block as string) as ErrorObject;
+    const data = example.data as {
+      error: string;
+      approvedEpoch: string;
+      currentEpoch: string;
+      changedTools: string[];
+    };
+    expect(data.error).toBe("authorization_stale");
+    const sent = refuse.authorizationStale({
+      approvedEpoch: data.approvedEpoch,
+      currentEpoch: data.currentEpoch,
+      changedTools: data.changedTools,
+    });
+    expect(example).toEqual(sent);
   });
 
   it("its examples use real 26-character ULIDs for epochs", () => {
