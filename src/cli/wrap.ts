@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { isAbsolute, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { quotedName, safeText } from "../catalog/text.js";
 import { LABEL_PATTERN, LABEL_RULE } from "../config/config.js";
@@ -293,12 +293,23 @@ function secretWords(host: HostFile, text: string): Map<string, string> {
       ? entry.args.filter((a): a is string => typeof a === "string")
       : [];
     const shown = redactArgv(args);
-    for (const [i, a] of args.entries()) hide(a, looksGenerated(a) ? REDACTED : shown[i]!);
+    for (const [i, a] of args.entries()) hide(a, generatedNotAPath(a) ? REDACTED : shown[i]!);
     const env = entry.env;
     if (env && typeof env === "object" && !Array.isArray(env))
-      for (const v of Object.values(env)) if (typeof v === "string" && looksGenerated(v)) hide(v, REDACTED);
+      for (const v of Object.values(env))
+        if (typeof v === "string" && generatedNotAPath(v)) hide(v, REDACTED);
   }
   return out;
+}
+
+/**
+ * A word the generated-value rule calls a key that is not the absolute path of something on this
+ * machine. A server's script path reads as generated (`/home/dev2/node_modules/@modelcontextprotocol/
+ * server-memory/dist/index.js`: a digit, a run of 16 letters, varied characters), and a dry run
+ * that hides the very command it rewrites cannot be checked; a path that exists is no secret.
+ */
+function generatedNotAPath(word: string): boolean {
+  return looksGenerated(word) && !(isAbsolute(word) && existsSync(word));
 }
 
 /**

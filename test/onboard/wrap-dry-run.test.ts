@@ -6,6 +6,7 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { looksGenerated } from "../../src/util/redact.js";
 import { runCli } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
 import { fakeUsersOfEachTest, read } from "./hosts.js";
@@ -173,5 +174,36 @@ describe("a host file that does not parse", () => {
     expect(t.stderr).toBe(
       `portcullis: ${trailing} does not parse (line 2, column 1: '}' was expected); nothing was written.\n`,
     );
+  });
+
+  it("shows a server's script by its path when it exists, though the path reads as generated; a generated word that is no path stays hidden", async () => {
+    const u = user();
+    // as npm installs a server: a digit in a folder's name and a long run of letters read as a key
+    const script = join(
+      u.project,
+      "build2026",
+      "node_modules",
+      "@modelcontextprotocol",
+      "server-memory",
+      "index.js",
+    );
+    mkdirSync(join(script, ".."), { recursive: true });
+    writeFileSync(script, "");
+    expect(looksGenerated(script)).toBe(true);
+    const GENERATED = "/a8Fk29dkLq0Zp3mXv7Bn4THESECRET1Hs5Jc";
+    writeFileSync(
+      u.files["claude-code"],
+      `${JSON.stringify({ mcpServers: { mem: { command: "node", args: [script, GENERATED], env: { MEMORY_FILE_PATH: script } } } })}\n`,
+    );
+    const r = await u.cli(["wrap", "claude-code", "--dry-run"]);
+    expect(r.code, r.stderr).toBe(0);
+    // on one line, as `claude mcp add-json` writes it: the rewritten entry shows the script after "--"
+    const added = r.stdout.split("\n").filter((l) => l.startsWith("+"));
+    expect(
+      added.some((l) => l.includes(JSON.stringify(script))),
+      r.stdout,
+    ).toBe(true);
+    expect(r.stdout).toContain(`"MEMORY_FILE_PATH":${JSON.stringify(script)}`);
+    expect(r.stdout).not.toContain("THESECRET");
   });
 });
