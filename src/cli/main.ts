@@ -53,7 +53,8 @@ Commands that use state take --state-dir DIR (default: $PORTCULLIS_HOME, else
 $XDG_STATE_HOME/portcullis, else ~/.local/state/portcullis). An option that takes one value,
 --state-dir included, is refused when given twice.
 
-Run 'portcullis <command> --help' (or 'portcullis help <command>') for a command's options.
+Run 'portcullis <command> --help' (or 'portcullis help <command>') for a command's options;
+'portcullis --version' (or -V) prints the version.
 Exit codes: 0 success, 1 a check failed, 2 usage or environment error, 70 an internal error.`;
 
 type Command = (args: string[]) => Promise<number>;

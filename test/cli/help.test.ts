@@ -102,6 +102,46 @@ describe("help and README name what the commands accept", () => {
     }
   });
 
+  it("every flag the README's Commands block gives a command is named by that command's --help", async () => {
+    // the block's lines, each command's segment (`portcullis CMD …` up to the next `portcullis`)
+    // and the lines that continue it (run's options run over several indented lines)
+    const segments: [string, string][] = [];
+    for (const line of readmeCommands().split("\n")) {
+      if (!line.includes("portcullis ")) {
+        const last = segments.at(-1);
+        if (last) last[1] += ` ${line}`;
+        continue;
+      }
+      for (const part of line.split(/(?=portcullis )/).filter((p) => p.startsWith("portcullis "))) {
+        const command = /^portcullis ([a-z]+)/.exec(part)?.[1];
+        if (command) segments.push([command, part]);
+      }
+    }
+    expect(segments.length).toBeGreaterThan(20);
+    const helps = new Map<string, string>();
+    for (const [command, text] of segments) {
+      if (command === "help") continue;
+      if (!helps.has(command)) {
+        const r = await runCli([command, "--help"], { stateDir: newStateDir() });
+        expect(r.code, `${command} --help`).toBe(0);
+        helps.set(command, r.stdout);
+      }
+      for (const [flag] of text.matchAll(/--[a-z][a-z-]*/g))
+        expect(helps.get(command), `${command} --help names ${flag} (README: ${text.trim()})`).toContain(
+          flag,
+        );
+    }
+  });
+
+  it("--version is named by `portcullis --help` and the README's Commands block, and works", async () => {
+    const top = await runCli(["--help"]);
+    expect(top.stdout).toContain("portcullis --version");
+    expect(readmeCommands()).toContain("portcullis --version");
+    const version = await runCli(["--version"]);
+    expect(version.code).toBe(0);
+    expect(version.stdout).toMatch(/^portcullis \d+\.\d+\.\d+\n$/);
+  });
+
   it("catalog diff LABEL [FROM TO] is in the README", () => {
     expect(readmeCommands()).toContain("portcullis catalog diff LABEL [FROM TO] [--json]");
   });
