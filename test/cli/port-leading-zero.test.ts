@@ -50,4 +50,30 @@ describe("a port with a leading zero", () => {
       "portcullis console: --port is written with a leading zero; write the port without it.\n",
     );
   });
+
+  it("a credential's host, in vault set --host and in portcullis.json's hosts, refuses it, naming the flag or the key", async () => {
+    // `api.example.com:0443` was stored as 443: a destination other than a reader may take it for
+    const stateDir = newStateDir();
+    const set = await runCli(
+      ["vault", "set", "k", "--from-stdin", "--host", "api.example.com", "--host", "api.example.com:0443"],
+      { stateDir, input: "a-value-of-some-length" },
+    );
+    expect(set.code).toBe(2);
+    expect(set.stderr).toBe(`portcullis vault set: --host number 2 ${SAID}.\n`);
+    const listed = await runCli(["vault", "list", "--json"], { stateDir });
+    expect(JSON.parse(listed.stdout).secrets).toEqual([]);
+
+    const file = join(tempDir(), "portcullis.json");
+    const [command, ...args] = fixtureCommand("echo");
+    const hosts = ["api.example.com:0443"];
+    writeFileSync(
+      file,
+      JSON.stringify({ servers: { echo: { command, args, credentials: { K: { secret: "k", hosts } } } } }),
+    );
+    const key = await runCli(["run", "--config", file, "echo"], { stateDir, input: "" });
+    expect(key.code).toBe(2);
+    expect(key.stderr).toBe(
+      `portcullis: ${file}: servers.echo.credentials.K.hosts[0] "api.example.com:0443" ${SAID}.\n`,
+    );
+  });
 });

@@ -16,7 +16,10 @@ describe("declared hosts", () => {
     expect(declaredHost("API.Example.com.")).toEqual({ host: "api.example.com" });
     expect(declaredHost("api.example.com.:8443")).toEqual({ host: "api.example.com:8443" });
     expect(declaredHost("[::1]:9000")).toEqual({ host: "[::1]:9000" });
-    expect(declaredHost("api.example.com:08443")).toEqual({ host: "api.example.com:8443" });
+    // a leading zero is refused, as every number portcullis reads (test/cli/port-leading-zero.test.ts)
+    expect(declaredHost("api.example.com:08443")).toEqual({
+      problem: "has a port written with a leading zero; write the port without it",
+    });
     for (const bad of ["example.com:99999", "example.com:0", "bad_host", "http://x", "[zz::1]", "a..b", ""])
       expect(declaredHost(bad), bad).toHaveProperty("problem");
   });

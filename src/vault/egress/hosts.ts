@@ -29,6 +29,10 @@ export function declaredHost(text: string): { host: string } | { problem: string
   if (name !== undefined && (!NAME.test(name) || name.length > 254))
     return { problem: "is not a DNS name or an IP address" };
   if (m[3] !== undefined) {
+    // `:0443` was 443, where a reader (or a tool reading 0-prefixed numbers as octal) may take it
+    // for another port: refused as --listen's and console --port's are
+    if (/^0[0-9]/.test(m[3]))
+      return { problem: "has a port written with a leading zero; write the port without it" };
     const port = Number(m[3]);
     if (port < 1 || port > 65535) return { problem: "has a port outside 1-65535" };
   }
