@@ -48,6 +48,11 @@ export function remoteUrlProblem(text: string, allowInsecure: boolean): string |
   }
   if (u.protocol !== "https:" && u.protocol !== "http:")
     return "must be an https:// (or loopback http://) URL";
+  // The URL parser reads `:0443` as 443; the port as written is refused with a leading zero, as
+  // every number portcullis reads is (--listen, a credential's host)
+  const authority = /^[A-Za-z][A-Za-z0-9+.-]*:[/\\]*([^/\\?#]*)/.exec(text.trim())?.[1] ?? "";
+  if (/:0[0-9][0-9]*$/.test(authority.slice(authority.lastIndexOf("@") + 1)))
+    return "has a port written with a leading zero; write the port without it";
   if (u.username || u.password)
     return "must not carry a user name or password (send credentials with a header instead)";
   // As a user:password: the URL is shown (the "serving" line, status, "cannot reach" messages)

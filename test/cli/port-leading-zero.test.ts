@@ -76,4 +76,23 @@ describe("a port with a leading zero", () => {
       `portcullis: ${file}: servers.echo.credentials.K.hosts[0] "api.example.com:0443" ${SAID}.\n`,
     );
   });
+
+  it("a server's URL, run --url and portcullis.json's url, refuses it, naming the flag or the key", async () => {
+    // https://mcp.example.com:0443/mcp was reached at port 443; nothing is connected to here
+    const stateDir = newStateDir();
+    for (const url of [
+      "https://mcp.example.com:0443/mcp",
+      "http://[::1]:08080/mcp",
+      "http://u@127.0.0.1:00/x",
+    ]) {
+      const flag = await runCli(["run", "--label", "r", "--url", url], { stateDir, input: "" });
+      expect(flag.code, url).toBe(2);
+      expect(flag.stderr, url).toMatch(new RegExp(`--url ${SAID}\\.\n$`));
+      const file = join(tempDir(), "portcullis.json");
+      writeFileSync(file, JSON.stringify({ servers: { r: { url } } }));
+      const key = await runCli(["run", "--config", file, "r"], { stateDir, input: "" });
+      expect(key.code, url).toBe(2);
+      expect(key.stderr, url).toBe(`portcullis: ${file}: servers.r.url ${SAID}.\n`);
+    }
+  });
 });
