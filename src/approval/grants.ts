@@ -3,6 +3,7 @@ import { AuditLog } from "../audit/log.js";
 import type { ApprovalMode } from "../config/config.js";
 import { processLiveness } from "../identity/proc.js";
 import type { Store } from "../store/db.js";
+import { LIST_OF_NAMED, LIST_OF_NAMES, OBJECTS_BY_NAME, storedJson } from "../store/storedJson.js";
 import { StoreFiles } from "../store/storeFiles.js";
 
 export type { ApprovalMode } from "../config/config.js";
@@ -111,6 +112,11 @@ export interface GrantRecord extends Grant {
   signature: string | null;
   /** the digest of the review the approval was given on (null: a grant signed before it existed) */
   reviewDigest: string | null;
+  /**
+   * Set when a scope column of the row cannot be read (storedJson): which and why. Such a grant
+   * is read with no tool, no credential and no definition, so it covers no call.
+   */
+  unreadable?: string;
 }
 
 export interface GrantDbRow {
@@ -137,18 +143,30 @@ export interface GrantDbRow {
 }
 
 export function toGrantRecord(r: GrantDbRow): GrantRecord {
+  const toolScope = storedJson(r.tool_scope_json, "grants", "tool_scope_json", LIST_OF_NAMED);
+  const credentialScope = storedJson(
+    r.credential_scope_json,
+    "grants",
+    "credential_scope_json",
+    LIST_OF_NAMES,
+  );
+  const toolDefinitions = storedJson(r.tool_defs_json, "grants", "tool_defs_json", OBJECTS_BY_NAME);
+  const unreadable = [toolScope, credentialScope, toolDefinitions].find((c) => !c.ok);
+  // Deny first: a grant any of whose scope columns cannot be read covers no tool and no credential.
+  const readable = toolScope.ok && credentialScope.ok && toolDefinitions.ok;
   return {
+    ...(unreadable && !unreadable.ok ? { unreadable: unreadable.why } : {}),
     grant: r.grant_id,
     agentRun: r.agent_run,
     serverLabel: r.server_label,
     executionEpoch: r.execution_epoch,
-    toolScope: JSON.parse(r.tool_scope_json) as ToolScopeEntry[],
-    credentialScope: JSON.parse(r.credential_scope_json) as string[],
+    toolScope: readable ? (toolScope.value as ToolScopeEntry[]) : [],
+    credentialScope: readable ? credentialScope.value : [],
     mode: r.mode,
     issuedAt: r.issued_at,
     expiresWhen: r.expires_when,
     catalogRevision: r.catalog_revision,
-    toolDefinitions: JSON.parse(r.tool_defs_json) as Record<string, Record<string, unknown> | null>,
+    toolDefinitions: readable ? toolDefinitions.value : {},
     request: r.request,
     approvedBy: r.approved_by,
     revokedAt: r.revoked_at,

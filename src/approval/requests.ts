@@ -4,6 +4,7 @@ import { AuditLog } from "../audit/log.js";
 import type { CatalogDiff } from "../catalog/types.js";
 import { DecisionSigner } from "../keyring/approver.js";
 import type { Store } from "../store/db.js";
+import { AN_OBJECT, LIST_OF_NAMES, storedJson } from "../store/storedJson.js";
 import { StoreFiles } from "../store/storeFiles.js";
 import { sameJson } from "../util/canonical.js";
 import type { ChainEntry } from "./chain.js";
@@ -121,6 +122,11 @@ export interface ApprovalRequest {
   argumentsDigest: string | null;
   /** a denial's signature by the approver key (approvals are signed on their grant) */
   decisionSignature: string | null;
+  /**
+   * Set when a column of the row other than the review cannot be read (storedJson): which one and
+   * why. Such a request is shown as unreadable and never decided, as one whose review is no review.
+   */
+  unreadable?: string;
 }
 
 interface RequestDbRow {
@@ -166,7 +172,14 @@ function storedReview(json: string): Review {
 }
 
 function toRequest(r: RequestDbRow): ApprovalRequest {
+  const table = "approval_requests";
+  const definition =
+    r.definition_json === null ? null : storedJson(r.definition_json, table, "definition_json", AN_OBJECT);
+  const scope = storedJson(r.credential_scope_json, table, "credential_scope_json", LIST_OF_NAMES);
+  // deny first: a scope that cannot be read is no scope (and the request cannot be decided)
+  const unreadable = !scope.ok ? scope.why : definition && !definition.ok ? definition.why : undefined;
   return {
+    ...(unreadable === undefined ? {} : { unreadable }),
     request: r.request,
     agentRun: r.agent_run,
     serverLabel: r.server_label,
@@ -174,8 +187,8 @@ function toRequest(r: RequestDbRow): ApprovalRequest {
     catalogRevision: r.catalog_revision,
     tool: r.tool,
     fingerprint: r.fingerprint,
-    definition: r.definition_json ? (JSON.parse(r.definition_json) as Record<string, unknown>) : null,
-    credentialScope: JSON.parse(r.credential_scope_json) as string[],
+    definition: definition?.ok ? definition.value : null,
+    credentialScope: scope.ok ? scope.value : [],
     mode: r.mode,
     review: storedReview(r.review_json),
     createdAt: r.created_at,
@@ -541,6 +554,12 @@ export function decidableRequest(db: Store, id: string, decision: Decision): App
   if (run.gateway === "gone") {
     throw new DecisionError(
       `the gateway that asked approval request ${id} (pid ${run.gatewayPid}) is gone: its call will never run, so nothing was decided`,
+      "not-pending",
+    );
+  }
+  if (req.unreadable !== undefined) {
+    throw new DecisionError(
+      `approval request ${id} cannot be decided: its row cannot be read (${req.unreadable}), since something rewrote it in the store; nothing was decided, and it expires at ${req.expiresAt}`,
       "not-pending",
     );
   }

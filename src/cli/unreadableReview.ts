@@ -19,6 +19,8 @@ const WHY_CHARS = 200;
  * each of its drawings works: the JSON, the card and the full review (the ones the commands print).
  */
 export function unreadableReview(req: ApprovalRequest | PendingRequest): string | null {
+  // another column of its row cannot be read (requests.ts toRequest): as unreadable as its review
+  if (req.unreadable !== undefined) return req.unreadable;
   try {
     publicRequest(req);
     renderReviewCard(req);
@@ -43,6 +45,7 @@ export function drawnOrUnreadable(
   req: ApprovalRequest,
   draw: () => string,
 ): { text: string; readable: boolean } {
+  if (req.unreadable !== undefined) return { text: unreadableLine(req, req.unreadable), readable: false };
   try {
     return { text: draw(), readable: true };
   } catch (e) {
@@ -64,6 +67,7 @@ function unreadableLine(req: ApprovalRequest, why: string): string {
 export function requestJson(req: PendingRequest): unknown {
   let why: string;
   try {
+    if (req.unreadable !== undefined) throw new Error(req.unreadable);
     return publicRequest(req);
   } catch (e) {
     why = whyNotDrawn(e);

@@ -215,6 +215,9 @@ export function reviewCardOrNotice(
   passkey?: PasskeyDecisions,
 ): Html {
   try {
+    // another column of its row cannot be read (requests.ts toRequest): no decision offered either
+    const unreadable = (given as { unreadable?: string }).unreadable;
+    if (unreadable !== undefined) throw new Error(unreadable);
     return reviewCard(given, csrf, passkey);
   } catch (e) {
     return html`<article class="card" data-testid="unreadable-request" data-request-id="${given.request}">
