@@ -4,6 +4,7 @@
  * latest revision's; the same catalog again (a restart, a reconnect) keeps the latest revision.
  */
 import type { Store } from "../store/db.js";
+import { LIST_OF_NAMED, storedJson } from "../store/storedJson.js";
 import type { CatalogSnapshot, Coverage, Tool } from "./types.js";
 
 export interface StoredRevision {
@@ -13,6 +14,11 @@ export interface StoredRevision {
   firstSeenAt: string;
   firstEpoch: string | null;
   coverage: Coverage | null;
+  /**
+   * Set when the row's tools cannot be read (storedJson): which column and why. Its tools are then
+   * read as none, so a catalog compared with it has every tool added (it expands: asked again).
+   */
+  unreadable?: string;
 }
 
 interface Row {
@@ -31,10 +37,12 @@ function fromRow(r: Row): StoredRevision {
   } catch {
     coverage = null;
   }
+  const tools = storedJson(r.tools_json, "catalog_revisions", "tools_json", LIST_OF_NAMED);
   return {
+    ...(tools.ok ? {} : { unreadable: `revision ${r.revision}: ${tools.why}` }),
     revision: r.revision,
     fingerprint: r.fingerprint,
-    tools: JSON.parse(r.tools_json) as Tool[],
+    tools: tools.ok ? (tools.value as Tool[]) : [],
     firstSeenAt: r.first_seen_at,
     firstEpoch: r.first_epoch,
     coverage,
@@ -107,15 +115,21 @@ function storedTools(
   return Object.defineProperty({ revision: r.revision, fingerprint: r.fingerprint }, "tools", {
     enumerable: true,
     get: () => {
-      tools ??= JSON.parse(
+      // unreadable (rewritten in the store): none, so the new catalog has every tool added (expands)
+      tools ??= readTools(
         db
           .prepare("SELECT tools_json FROM catalog_revisions WHERE server_label = ? AND revision = ?")
           .pluck()
-          .get(serverLabel, r.revision) as string,
-      ) as Tool[];
+          .get(serverLabel, r.revision),
+      );
       return tools;
     },
   }) as { revision: number; fingerprint: string; tools: Tool[] };
+}
+
+function readTools(text: unknown): Tool[] {
+  const tools = storedJson(text, "catalog_revisions", "tools_json", LIST_OF_NAMED);
+  return tools.ok ? (tools.value as Tool[]) : [];
 }
 
 export function getRevision(db: Store, serverLabel: string, revision: number): StoredRevision | null {
@@ -163,12 +177,21 @@ export function latestRevision(db: Store, serverLabel: string): StoredRevision |
 export function listRevisions(
   db: Store,
   serverLabel: string,
-): { revision: number; fingerprint: string; tools: number; firstSeenAt: string }[] {
+): { revision: number; fingerprint: string; tools: number | null; firstSeenAt: string }[] {
+  // counted without parsing in JS (a large catalog's is megabytes); null when the column is no
+  // JSON list (rewritten in the store), which json_array_length would fail the whole query on
   const rows = db
     .prepare(
-      "SELECT revision, fingerprint, json_array_length(tools_json) AS tools, first_seen_at FROM catalog_revisions WHERE server_label = ? ORDER BY revision",
+      `SELECT revision, fingerprint, first_seen_at,
+         CASE WHEN json_valid(tools_json) THEN CASE WHEN json_type(tools_json) = 'array' THEN json_array_length(tools_json) END END AS tools
+       FROM catalog_revisions WHERE server_label = ? ORDER BY revision`,
     )
-    .all(serverLabel) as { revision: number; fingerprint: string; tools: number; first_seen_at: string }[];
+    .all(serverLabel) as {
+    revision: number;
+    fingerprint: string;
+    tools: number | null;
+    first_seen_at: string;
+  }[];
   return rows.map((r) => ({
     revision: r.revision,
     fingerprint: r.fingerprint,

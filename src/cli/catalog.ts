@@ -9,6 +9,7 @@ import {
   shownDiff,
   snapshotOf,
 } from "../catalog/index.js";
+import { safeText } from "../catalog/text.js";
 import { openStoreToRead } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { printableJson } from "../util/printableJson.js";
@@ -88,11 +89,14 @@ export async function catalogCommand(args: string[]): Promise<number> {
         if (values.json) out(printableJson({ serverLabel: label, revisions: revs }));
         else
           for (const r of revs)
-            out(`${r.revision}  ${r.fingerprint}  ${r.tools} tools  first seen ${r.firstSeenAt}`);
+            out(
+              `${r.revision}  ${r.fingerprint}  ${r.tools === null ? "tools unreadable (catalog_revisions.tools_json is no JSON list: rewritten in the store)" : `${r.tools} tools`}  first seen ${r.firstSeenAt}`,
+            );
         return 0;
       }
       case "show": {
         const r = values.revision ? rev(values.revision, "--revision") : latest;
+        if (r.unreadable !== undefined) return unreadableRevision(sub, label, r.unreadable);
         const snap = snapshotOf(r.tools, 1);
         if (values.json) {
           out(
@@ -151,6 +155,8 @@ export async function catalogCommand(args: string[]): Promise<number> {
             );
           from = prev;
         } else throw new UsageError("catalog diff: give both FROM and TO, or neither.");
+        const unreadable = from.unreadable ?? to.unreadable;
+        if (unreadable !== undefined) return unreadableRevision(sub, label, unreadable);
         // Each of the server's pieces redacted on its own (shownDiff), not the whole text: the
         // diff's own words after a secret-like name (`api_token: property added`) are no secret.
         const diff = shownDiff(diffCatalogs(from.tools, to.tools));
@@ -166,4 +172,17 @@ export async function catalogCommand(args: string[]): Promise<number> {
   } finally {
     store.close();
   }
+}
+
+/**
+ * A stored revision whose tools cannot be read (rewritten in the store: catalog_revisions.ts):
+ * one sentence on stderr and exit 1, not an internal error. A gateway reads it as no tools.
+ */
+function unreadableRevision(sub: string, label: string, why: string): number {
+  process.stderr.write(
+    safeText(
+      `portcullis: catalog ${sub}: the stored catalog of "${label}" cannot be read (${why}): something rewrote it in the store, so it cannot be shown or compared; a gateway takes it as listing no tools, so any tool it serves is asked for again.`,
+    ) + "\n",
+  );
+  return 1;
 }

@@ -114,6 +114,8 @@ export function renderGateway(g: StatusRow): string {
     }
     w(`  identity   ${t(r.identityDigest)}`);
   }
+  if (g.unreadable)
+    w(`  unreadable ${t(g.unreadable)}: something rewrote its row in the store; nothing is shown of it`);
   if (g.heldInEnvironment) {
     w(
       `  credentials ${g.heldInEnvironment.scopes.map(t).join(", ")}: in the server's environment, held by the server process for its whole life (any process of this user can read it; 'portcullis lock' does not take it back, a restart while locked does)`,

@@ -10,6 +10,13 @@ import {
 } from "../identity/proc.js";
 import { isBusy, type Store, waitingOnce, writeRefused } from "../store/db.js";
 import { storeAdvice } from "../store/storeAdvice.js";
+import {
+  AN_OBJECT,
+  LIST_OF_NAMES,
+  LIST_OF_OBJECTS,
+  type StoredShape,
+  storedJson,
+} from "../store/storedJson.js";
 import { StoreFiles } from "../store/storeFiles.js";
 import { type Logger, scrubbedLine, scrubbedStrings } from "../util/log.js";
 import { redactRecord, redactText } from "../util/redact.js";
@@ -55,6 +62,8 @@ export interface GatewayRow {
   epochReason: string | null;
   record: ExecutionRecord | null;
   status: { at: string; line: string }[];
+  /** set when its record or status lines cannot be read (rewritten in the store): which and why */
+  unreadable?: string;
   endedAt: string | null;
   /** not ended and not provably gone: a gateway this process cannot see counts as running */
   running: boolean;
@@ -82,6 +91,17 @@ interface StoredLine {
   line: string;
   paused?: true;
 }
+
+const STORED_LINES: StoredShape<StoredLine[]> = {
+  is: (v): v is StoredLine[] =>
+    LIST_OF_OBJECTS.is(v) && v.every((l) => typeof l.at === "string" && typeof l.line === "string"),
+  words: "a list of status lines",
+};
+
+const A_RECORD: StoredShape<{ launchCommand: string[] }> = {
+  is: (v): v is { launchCommand: string[] } => AN_OBJECT.is(v) && LIST_OF_NAMES.is(v.launchCommand),
+  words: "an execution record",
+};
 
 /** Fields of the gateway's row a caller sets. */
 type RowFields = { state?: string; epoch?: string | null; record?: ExecutionRecord | null };
@@ -356,7 +376,11 @@ export function listGateways(db: Store, opts: { all?: boolean } = {}): GatewayRo
     const liveness = r.ended_at === null ? processLiveness(recorded(r)) : "gone";
     const running = liveness !== "gone";
     if (!running && !opts.all) continue;
-    const stored = JSON.parse((r.status_json as string) ?? "[]") as StoredLine[];
+    // rewritten in the store into something unreadable: no lines, no record, and said (`unreadable`)
+    const lines = storedJson(r.status_json ?? "[]", "gateways", "status_json", STORED_LINES);
+    const record = r.record_json ? storedJson(r.record_json, "gateways", "record_json", A_RECORD) : null;
+    const stored = lines.ok ? lines.value : [];
+    const unreadable = [lines, record].flatMap((c) => (c && !c.ok ? [c.why] : []));
     const state = running ? (r.state as string) : r.ended_at ? "ended" : "gone (killed)";
     out.push({
       gatewayId: r.gateway_id as string,
@@ -369,7 +393,8 @@ export function listGateways(db: Store, opts: { all?: boolean } = {}): GatewayRo
       epoch: (r.epoch as string | null) ?? null,
       epochReason: (r.epoch_reason as string | null) ?? null,
       // Redacted again when read: rows written before records were redacted at write.
-      record: r.record_json ? redactRecord(JSON.parse(r.record_json as string) as ExecutionRecord) : null,
+      record: record?.ok ? redactRecord(record.value as unknown as ExecutionRecord) : null,
+      ...(unreadable.length > 0 ? { unreadable: unreadable.join("; ") } : {}),
       status: stored.filter((s) => !s.paused).map((s) => ({ at: s.at, line: redactText(s.line) })),
       endedAt: (r.ended_at as string | null) ?? null,
       running,

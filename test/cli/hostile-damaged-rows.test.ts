@@ -1,0 +1,99 @@
+// A store writer (any process of the user) rewrites a JSON column that grants nothing itself into
+// something unreadable: an agent run's chain, a gateway's execution record and status lines, a
+// recorded catalog's tools. Each was parsed unprotected: `approve` of a request of that run,
+// `status`, the console's Servers page and `catalog show` stopped with an internal error (exit 70,
+// "SyntaxError", or a 500). Now the request is decided as ever (its review carries its own chain),
+// `status` says which column cannot be read, and `catalog show`/`diff` refuse in one sentence
+// naming the revision and column (a gateway reads such a revision as listing no tools, so every
+// tool it serves is asked for again). A real gateway, store, CLI and console.
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  catalogFile,
+  DEPLOY_TOOL,
+  gatewayFor,
+  httpLogin,
+  raw,
+  requestState,
+  startConsoleProcess,
+} from "../console/helpers.js";
+import { waitForPending } from "../helpers/approvals.js";
+import { held } from "../helpers/browser.js";
+import { removeDir, tempDir } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+describe("a run's, a gateway's or a catalog's JSON column rewritten in the store into something unreadable", () => {
+  it("is said to be unreadable where it is shown, and every command keeps working", async () => {
+    const stateDir = newStateDir();
+    const dir = tempDir("portcullis-cli-rows-");
+    cleanup.push(() => {
+      removeDir(dir);
+      removeDir(stateDir);
+    });
+    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]), [], {
+      PORTCULLIS_NO_CONSOLE: "1",
+    });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const call = held(gw.client.callTool({ name: "deploy", arguments: { note: "run" } }));
+    const [a] = await waitForPending(stateDir, (l) => (l.length === 1 ? l : null), 20_000, "request A");
+    const db = new Database(join(stateDir, "portcullis.db"));
+    cleanup.push(() => {
+      db.close();
+    });
+    const cli = (...args: string[]) =>
+      runCli([...args, "--state-dir", stateDir], { env: passphraseEnv(), noTerminal: true });
+
+    db.prepare("UPDATE runs SET chain_json = '{' WHERE run = ?").run(a!.agentRun);
+    db.prepare("UPDATE gateways SET status_json = '{', record_json = '[1]'").run();
+    db.prepare("UPDATE catalog_revisions SET tools_json = '{'").run();
+
+    const listed = await cli("approvals");
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toContain(`portcullis approve ${a!.request}`);
+    const approved = await cli("approve", a!.request, "--for", "call");
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(requestState(stateDir, a!.request)).toBe("approved");
+    expect((await call).isError).toBeFalsy();
+
+    const status = await cli("status");
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toContain("unreadable gateways.status_json is not JSON");
+    expect(status.stdout).toContain("gateways.record_json is not an execution record");
+    expect((await cli("status", "--json")).code).toBe(0);
+    const c = await startConsoleProcess(stateDir);
+    cleanup.push(() => c.stop());
+    const s = await httpLogin(c.url);
+    expect((await raw(`${c.url}/servers`, { headers: { Cookie: s.cookie } })).status).toBe(200);
+
+    for (const args of [
+      ["show", "shop"],
+      ["show", "shop", "--json"],
+      ["list", "shop"],
+    ]) {
+      const shown = await cli("catalog", ...args);
+      if (args[0] === "list") {
+        expect(shown.code, shown.stderr).toBe(0);
+        expect(shown.stdout).toMatch(
+          /^1 {2}\S+ {2}tools unreadable \(catalog_revisions\.tools_json is no JSON list/,
+        );
+        continue;
+      }
+      expect(shown.code, `${args.join(" ")}: ${shown.stderr}`).toBe(1);
+      expect(shown.stderr.trim().split("\n")).toHaveLength(1);
+      expect(shown.stderr).toContain(
+        `catalog show: the stored catalog of "shop" cannot be read (revision 1: catalog_revisions.tools_json is not JSON`,
+      );
+      expect(shown.stdout).toBe("");
+    }
+    await gw.close();
+  }, 30_000);
+});
