@@ -96,4 +96,35 @@ describe("a run's, a gateway's or a catalog's JSON column rewritten in the store
     }
     await gw.close();
   }, 30_000);
+
+  it("a gateway starting with a new catalog over an unreadable recorded one records the new one and serves it", async () => {
+    const stateDir = newStateDir();
+    const dir = tempDir("portcullis-cli-rows-");
+    cleanup.push(() => {
+      removeDir(dir);
+      removeDir(stateDir);
+    });
+    const first = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]), [], {
+      PORTCULLIS_NO_CONSOLE: "1",
+    });
+    await first.client.listTools();
+    await first.close();
+    const db = new Database(join(stateDir, "portcullis.db"));
+    db.prepare("UPDATE catalog_revisions SET tools_json = '{'").run();
+    db.close();
+
+    const second = { ...DEPLOY_TOOL, description: "Deploys the current branch, now to production." };
+    const gw = await gatewayFor(stateDir, catalogFile(dir, [second]), [], { PORTCULLIS_NO_CONSOLE: "1" });
+    cleanup.push(() => gw.close());
+    expect((await gw.client.listTools()).tools.map((t) => t.name)).toEqual(["deploy"]);
+    const cli = (...args: string[]) => runCli([...args, "--state-dir", stateDir], { noTerminal: true });
+    const list = await cli("catalog", "list", "shop");
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toMatch(/^1 {2}\S+ {2}tools unreadable/);
+    expect(list.stdout).toMatch(/\n2 {2}\S+ {2}1 tools/);
+    const diff = await cli("catalog", "diff", "shop");
+    expect(diff.code, diff.stderr).toBe(1);
+    expect(diff.stderr).toContain('catalog diff: the stored catalog of "shop" cannot be read (revision 1:');
+    await gw.close();
+  }, 30_000);
 });
