@@ -14,6 +14,7 @@ import {
   DEPLOY_TOOL,
   gatewayFor,
   httpLogin,
+  post,
   raw,
   requestState,
   startConsoleProcess,
@@ -108,6 +109,16 @@ describe("a request's or a grant's JSON column rewritten in the store into somet
       expect(cards.find((x) => x.includes(`data-request-id="${b.request}"`))).toContain(
         'data-testid="approve-call"',
       );
+      // nor decided there: a denial posted anyway is refused, as any decision (decidableRequest)
+      const denied = await post(
+        c.url,
+        `/requests/${a!.request}/decide`,
+        { csrf: s.csrf, action: "deny", proof: s.proofKey ?? "" },
+        { Cookie: s.cookie },
+      );
+      expect(denied.status, at).toBe(409);
+      expect(denied.body).toContain(`approval_requests.${column}`);
+      expect(requestState(stateDir, a!.request)).toBe("pending");
 
       if (column === "definition_json") continue; // A stays damaged for what follows
       db.prepare(`UPDATE approval_requests SET ${column} = ? WHERE request = ?`).run(was, a!.request);
