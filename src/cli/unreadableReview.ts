@@ -53,9 +53,14 @@ export function drawnOrUnreadable(
   }
 }
 
+/** Which part of the request cannot be read: its review, or another column of its row. */
+function unreadablePart(req: ApprovalRequest): string {
+  return req.unreadable === undefined ? "its stored review" : "its row in the store";
+}
+
 /** What the lists say of such a request, in words (one sentence, without the request id). */
 function unreadableText(req: ApprovalRequest, why: string): string {
-  return `its stored review cannot be read (${why}): something rewrote it in the store, so nobody can approve or deny it, and it expires at ${req.expiresAt}`;
+  return `${unreadablePart(req)} cannot be read (${why}): something rewrote it in the store, so nobody can approve or deny it, and it expires at ${req.expiresAt}`;
 }
 
 /** The line `approvals` (and `--watch`) prints for such a request, made terminal-safe. */
@@ -88,7 +93,7 @@ export function refuseUnreadable(req: ApprovalRequest): void {
   const why = unreadableReview(req);
   if (why === null) return;
   throw new DecisionError(
-    `approval request ${req.request} cannot be decided: its stored review cannot be read (${why}), since something rewrote it in the store; nothing was decided, and it expires at ${req.expiresAt}`,
+    `approval request ${req.request} cannot be decided: ${unreadablePart(req)} cannot be read (${why}), since something rewrote it in the store; nothing was decided, and it expires at ${req.expiresAt}`,
     "not-pending",
   );
 }

@@ -81,7 +81,7 @@ describe("a request's or a grant's JSON column rewritten in the store into somet
       const ofA = listed.stdout.split("\n").filter((l) => l.includes(a!.request));
       expect(ofA, at).toHaveLength(1);
       expect(ofA[0]).toContain(
-        `approval request ${a!.request}: its stored review cannot be read (approval_requests.${column} ${why}`,
+        `approval request ${a!.request}: its row in the store cannot be read (approval_requests.${column} ${why}`,
       );
       expect(ofA[0]).toContain("nobody can approve or deny it");
       expect(listed.stdout).toContain(`portcullis approve ${b.request}`);
