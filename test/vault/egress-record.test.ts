@@ -176,6 +176,25 @@ describe("the index table while another process writes the store", () => {
   }, 10_000);
 });
 
+describe("a destination's row another process damaged", () => {
+  it("its scopes column no JSON or no list: shown as none, and the next batches counted and written anew", () => {
+    const r = new EgressRecorder(store, "api", events, 60_000);
+    r.epochStarted("E1");
+    r.record({ ...request("api.example", "E1"), released: ["api_token"] });
+    r.flush();
+    for (const damaged of ["{", '{"a":1}', "[1]"]) {
+      store.prepare("UPDATE egress_destinations SET scopes_json = ?").run(damaged);
+      expect(listDestinations(store, "api").map((d) => d.scopes)).toEqual([[]]);
+      r.record({ ...request("api.example", "E1"), released: ["api_token"] });
+      r.flush();
+      expect(listDestinations(store, "api").map((d) => [d.requests, d.scopes])).toEqual([
+        [expect.any(Number), ["api_token"]],
+      ]);
+    }
+    expect(listDestinations(store, "api")[0]!.requests).toBe(4);
+  });
+});
+
 describe("a host named after a released value", () => {
   it("is recorded with the value redacted, in any case, in the index table and the audit event", () => {
     // as src/vault/egress/forServer.ts builds it: hosts go through the gateway's released values

@@ -1,5 +1,6 @@
 import type { EventSink } from "../../gateway/events.js";
 import { briefly, type Store, writeProblem, writeRefused } from "../../store/db.js";
+import { LIST_OF_NAMES, storedJson } from "../../store/storedJson.js";
 import type { Logger } from "../../util/log.js";
 import type { EgressRecord } from "./proxy.js";
 
@@ -194,8 +195,13 @@ export class EgressRecorder {
       // at once, and the counts were lost.
       const write = this.store.transaction(() => {
         for (const p of batch) {
-          const had = get.get(...p.key) as { scopes_json: string } | undefined;
-          const scopes = new Set<string>(had ? (JSON.parse(had.scopes_json) as string[]) : []);
+          const had = get.get(...p.key) as { scopes_json: unknown } | undefined;
+          // a column another process damaged is written anew from this batch's scopes: its
+          // counts are kept, where a parse that threw lost every batch of the destination
+          const read = had
+            ? storedJson(had.scopes_json, "egress_destinations", "scopes_json", LIST_OF_NAMES)
+            : null;
+          const scopes = new Set<string>(read?.ok ? read.value : []);
           for (const s of p.scopes) scopes.add(s);
           upsert.run(
             ...p.key,
@@ -298,12 +304,9 @@ interface Row {
 }
 
 function toRow(r: Row): DestinationRow {
-  let scopes: string[] = [];
-  try {
-    scopes = JSON.parse(r.scopes_json) as string[];
-  } catch {
-    /* shown as none */
-  }
+  // a damaged column (not JSON, or no list of names) is shown as none
+  const read = storedJson(r.scopes_json, "egress_destinations", "scopes_json", LIST_OF_NAMES);
+  const scopes = read.ok ? read.value : [];
   return {
     serverLabel: r.server_label,
     epoch: r.epoch,
