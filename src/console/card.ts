@@ -222,7 +222,11 @@ export function reviewCardOrNotice(
   } catch (e) {
     return html`<article class="card" data-testid="unreadable-request" data-request-id="${given.request}">
     <header><h2>request <code>${given.request}</code></h2></header>
-    <p class="error">Its stored review cannot be shown (${(e as Error).message}). The gateway writes the review to the store, and something rewrote it: the request no longer matches its review, so it can be neither approved nor denied, here or with <code>portcullis approve</code>/<code>deny</code>. Its call is refused when its hold ends, and the request expires at ${given.expiresAt}. <code>portcullis audit verify</code> checks the audit chain.</p>
+    <p class="error">${
+      (given as { unreadable?: string }).unreadable !== undefined
+        ? "Its row in the store"
+        : "Its stored review"
+    } cannot be read (${(e as Error).message}). The gateway writes the request to the store, and something rewrote it: the request no longer matches what was written, so it can be neither approved nor denied, here or with <code>portcullis approve</code>/<code>deny</code>. Its call is refused when its hold ends, and the request expires at ${given.expiresAt}. <code>portcullis audit verify</code> checks the audit chain.</p>
   </article>`;
   }
 }
