@@ -1,29 +1,9 @@
-// A store writer (any process of the user) rewrites a JSON column of a request's or a grant's row
-// into something unreadable: a pending request's credential scope or tool definition (`{`, an
-// object where a list of names was), a session grant's tool scope. Each was parsed unprotected, so
-// `portcullis approvals` and `grants` stopped with an internal error (exit 70, "SyntaxError") and
-// the console's pages with a 500, hiding every other row, and a gateway reading its run's grants
-// threw on the call. Now the request is listed as unreadable (naming the column) and cannot be
-// decided, the grant is listed as covering no call and covers none (the next call is held for a
-// human), and the other rows keep working. A real gateway, store, CLI and console.
-import { join } from "node:path";
-import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import {
-  catalogFile,
-  DEPLOY_TOOL,
-  gatewayFor,
-  httpLogin,
-  post,
-  raw,
-  requestState,
-  startConsoleProcess,
-} from "../console/helpers.js";
+import { DEPLOY_TOOL, httpLogin, post, raw, requestState, startConsoleProcess } from "../console/helpers.js";
+import type { Pending } from "../helpers/approvals.js";
 import { waitForPending } from "../helpers/approvals.js";
 import { held } from "../helpers/browser.js";
-import { removeDir, tempDir } from "../helpers/files.js";
-import { runCli } from "../helpers/gateway.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { heldDeploys } from "../helpers/heldDeploys.js";
 
 const STATUS_TOOL = { name: "status", description: "Says the status.", inputSchema: { type: "object" } };
 
@@ -35,32 +15,10 @@ afterEach(async () => {
 
 describe("a request's or a grant's JSON column rewritten in the store into something unreadable", () => {
   it("is listed as unreadable and grants nothing; the other rows keep working", async () => {
-    const stateDir = newStateDir();
-    const dir = tempDir("portcullis-cli-columns-");
-    cleanup.push(() => {
-      removeDir(dir);
-      removeDir(stateDir);
-    });
-    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL, STATUS_TOOL]), [], {
-      PORTCULLIS_NO_CONSOLE: "1",
-    });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
-    const first = held(gw.client.callTool({ name: "deploy", arguments: { note: "damaged" } }));
-    const [a] = await waitForPending(stateDir, (l) => (l.length === 1 ? l : null), 20_000, "request A");
-    const second = held(gw.client.callTool({ name: "deploy", arguments: { note: "fine" } }));
-    const b = await waitForPending(
-      stateDir,
-      (l) => l.find((p) => p.request !== a!.request),
-      20_000,
-      "request B",
-    );
-    const db = new Database(join(stateDir, "portcullis.db"));
-    cleanup.push(() => {
-      db.close();
-    });
-    const cli = (...args: string[]) =>
-      runCli([...args, "--state-dir", stateDir], { env: passphraseEnv(), noTerminal: true });
+    const setup = await heldDeploys(cleanup, ["damaged", "fine"], [DEPLOY_TOOL, STATUS_TOOL]);
+    const { stateDir, gw, db, cli } = setup;
+    const [a, b] = setup.requests as [Pending, Pending];
+    const [first, second] = setup.calls as [Promise<{ isError?: unknown }>, Promise<{ isError?: unknown }>];
     const c = await startConsoleProcess(stateDir);
     cleanup.push(() => c.stop());
 

@@ -18,11 +18,11 @@ import {
   requestState,
   startConsoleProcess,
 } from "../console/helpers.js";
-import { waitForPending } from "../helpers/approvals.js";
-import { held } from "../helpers/browser.js";
+import type { Pending } from "../helpers/approvals.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { heldDeploys } from "../helpers/heldDeploys.js";
+import { newStateDir } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -32,25 +32,10 @@ afterEach(async () => {
 
 describe("a run's, a gateway's or a catalog's JSON column rewritten in the store into something unreadable", () => {
   it("is said to be unreadable where it is shown, and every command keeps working", async () => {
-    const stateDir = newStateDir();
-    const dir = tempDir("portcullis-cli-rows-");
-    cleanup.push(() => {
-      removeDir(dir);
-      removeDir(stateDir);
-    });
-    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]), [], {
-      PORTCULLIS_NO_CONSOLE: "1",
-    });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
-    const call = held(gw.client.callTool({ name: "deploy", arguments: { note: "run" } }));
-    const [a] = await waitForPending(stateDir, (l) => (l.length === 1 ? l : null), 20_000, "request A");
-    const db = new Database(join(stateDir, "portcullis.db"));
-    cleanup.push(() => {
-      db.close();
-    });
-    const cli = (...args: string[]) =>
-      runCli([...args, "--state-dir", stateDir], { env: passphraseEnv(), noTerminal: true });
+    const setup = await heldDeploys(cleanup, ["run"]);
+    const { stateDir, gw, db, cli } = setup;
+    const [a] = setup.requests as [Pending];
+    const [call] = setup.calls as [Promise<{ isError?: unknown }>];
 
     db.prepare("UPDATE runs SET chain_json = '{' WHERE run = ?").run(a!.agentRun);
     db.prepare("UPDATE gateways SET status_json = '{', record_json = '[1]'").run();

@@ -1,22 +1,10 @@
-// A store writer (any process of the user) rewrites one pending request's stored review into
-// something that is no review: `{}`, or text that is no JSON at all (`{`). `portcullis
-// approvals` (and `--json`) stopped with an internal error (exit 70) on that one row, so the
-// human saw none of the other requests, and `approve`/`deny` of it stopped the same way (a
-// review that is no JSON threw in the store's reader, for every command). Now the listing says in
-// one line that its review cannot be read and lists the others, `--json` gives it `review: null`
-// and why, deciding it is refused in one sentence (exit 1, as other refused decisions), `approve
-// --next` passes it by, and the other request is decided as ever. A real gateway and store.
-import { join } from "node:path";
-import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { catalogFile, DEPLOY_TOOL, gatewayFor, requestState } from "../console/helpers.js";
-import { waitForPending } from "../helpers/approvals.js";
+import { requestState } from "../console/helpers.js";
+import type { Pending } from "../helpers/approvals.js";
 import { watchApprovalsJson } from "../helpers/approvalsWatch.js";
-import { held } from "../helpers/browser.js";
 import { startCli } from "../helpers/cliProcess.js";
-import { removeDir, tempDir, waitFor } from "../helpers/files.js";
-import { runCli } from "../helpers/gateway.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { waitFor } from "../helpers/files.js";
+import { heldDeploys } from "../helpers/heldDeploys.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -26,32 +14,10 @@ afterEach(async () => {
 
 describe("portcullis approvals, approve and deny with a pending request whose stored review is no review", () => {
   it("lists it as unreadable and the others whole, refuses to decide it, and decides the others", async () => {
-    const stateDir = newStateDir();
-    const dir = tempDir("portcullis-cli-garbled-");
-    cleanup.push(() => {
-      removeDir(dir);
-      removeDir(stateDir);
-    });
-    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]), [], {
-      PORTCULLIS_NO_CONSOLE: "1",
-    });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
-    const first = held(gw.client.callTool({ name: "deploy", arguments: { note: "garbled" } }));
-    const [a] = await waitForPending(stateDir, (l) => (l.length === 1 ? l : null), 20_000, "request A");
-    const second = held(gw.client.callTool({ name: "deploy", arguments: { note: "fine" } }));
-    const b = await waitForPending(
-      stateDir,
-      (l) => l.find((p) => p.request !== a!.request),
-      20_000,
-      "request B",
-    );
-    const db = new Database(join(stateDir, "portcullis.db"));
-    cleanup.push(() => {
-      db.close();
-    });
-    const cli = (...args: string[]) =>
-      runCli([...args, "--state-dir", stateDir], { env: passphraseEnv(), noTerminal: true });
+    const setup = await heldDeploys(cleanup, ["garbled", "fine"]);
+    const { stateDir, gw, db, cli } = setup;
+    const [a, b] = setup.requests as [Pending, Pending];
+    const [first, second] = setup.calls as [Promise<{ isError?: unknown }>, Promise<{ isError?: unknown }>];
 
     for (const garbled of ["{}", "{"]) {
       db.prepare("UPDATE approval_requests SET review_json = ? WHERE request = ?").run(garbled, a!.request);

@@ -1,28 +1,7 @@
-// A store writer (any process of the user) rewrites one pending request's stored review into
-// something that is no review (`{}`, `null`, text that is no JSON, a tool name that is no
-// string). The console drew the Requests page by rendering every pending request's card, so that
-// one row made the whole page an internal error (500), and the human, sent there after logging
-// in, saw none of the other requests. The card of a review that cannot be drawn now says so and
-// offers no decision (none is taken: the row no longer matches its review); the other requests
-// are listed and decided.
-import { join } from "node:path";
-import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { waitForPending } from "../helpers/approvals.js";
-import { held } from "../helpers/browser.js";
-import { removeDir, tempDir } from "../helpers/files.js";
-import { newStateDir } from "../helpers/state.js";
-import {
-  catalogFile,
-  DEPLOY_TOOL,
-  gatewayFor,
-  httpLogin,
-  post,
-  raw,
-  requestState,
-  reviewedIn,
-  startConsoleProcess,
-} from "./helpers.js";
+import type { Pending } from "../helpers/approvals.js";
+import { heldDeploys } from "../helpers/heldDeploys.js";
+import { httpLogin, post, raw, requestState, reviewedIn, startConsoleProcess } from "./helpers.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -32,33 +11,13 @@ afterEach(async () => {
 
 describe("a pending request whose stored review was rewritten into no review", () => {
   it("is shown as unreadable, deciding nothing; the other requests are listed and decided", async () => {
-    const stateDir = newStateDir();
-    const dir = tempDir("portcullis-console-tools-");
-    cleanup.push(() => {
-      removeDir(dir);
-      removeDir(stateDir);
-    });
-    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]), [], {
-      PORTCULLIS_NO_CONSOLE: "1",
-    });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
-    const first = held(gw.client.callTool({ name: "deploy", arguments: { note: "garbled" } }));
-    const [a] = await waitForPending(stateDir, (l) => (l.length === 1 ? l : null), 20_000, "request A");
-    const second = held(gw.client.callTool({ name: "deploy", arguments: { note: "fine" } }));
-    const b = await waitForPending(
-      stateDir,
-      (l) => l.find((p) => p.request !== a!.request),
-      20_000,
-      "request B",
-    );
+    const setup = await heldDeploys(cleanup, ["garbled", "fine"]);
+    const { stateDir, gw, db } = setup;
+    const [a, b] = setup.requests as [Pending, Pending];
+    const [first, second] = setup.calls as [Promise<{ isError?: unknown }>, Promise<{ isError?: unknown }>];
 
     const c = await startConsoleProcess(stateDir);
     cleanup.push(() => c.stop());
-    const db = new Database(join(stateDir, "portcullis.db"));
-    cleanup.push(() => {
-      db.close();
-    });
     // `{`: no JSON at all, which the store's reader threw on for every page
     for (const garbled of ["{}", "null", "{", '{"tool":{"name":{"x":1}},"arguments":"nope"}']) {
       db.prepare("UPDATE approval_requests SET review_json = ? WHERE request = ?").run(garbled, a!.request);
