@@ -51,12 +51,12 @@ function refuseRepeated(
     if (t.kind !== "option" || t.name === undefined) continue;
     const o = options[t.name];
     if (o?.type !== "string" || o.multiple) continue;
-    if (seen.has(t.name)) throw new UsageError(`${command}: ${repeated(`--${t.name}`)}`);
+    if (seen.has(t.name)) throw new UsageError(`${command}: ${repeated(`--${t.name}`)}.`);
     seen.add(t.name);
   }
 }
 
-/** The refusal of an option that takes one value given more than once. */
+/** The refusal, without its final period, of an option that takes one value given more than once. */
 export function repeated(flag: string): string {
   return `${flag} is given more than once; give it once`;
 }

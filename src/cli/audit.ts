@@ -234,8 +234,9 @@ function parse(sub: string, rest: string[]): Opts {
   } catch (err) {
     // named `audit SUB` so that an unknown option's refusal points to 'portcullis audit SUB
     // --help', a command that exists (not 'portcullis SUB --help'); the line's own prefix is
-    // "portcullis audit: ", so the sentence keeps only SUB
-    const said = (err as Error).message.replace(/^audit /, "");
+    // "portcullis audit: ", so the sentence keeps only SUB; and its final period goes, as the
+    // line's ending adds its own
+    const said = (err as Error).message.replace(/^audit /, "").replace(/\.$/, "");
     throw new UsageError(said.includes("--help") ? said : `${said}; see portcullis audit --help`);
   }
   const v = parsed.values as { help?: boolean; json?: boolean; file?: string; checkpoint?: string };

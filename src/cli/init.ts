@@ -53,7 +53,8 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
   } catch (e) {
     if (e instanceof UsageError) {
       // an unknown option's refusal already names 'portcullis init --help': not twice
-      const said = e.message.replace(/^init: /, "");
+      // nor its final period: fail() ends the sentence
+      const said = e.message.replace(/^init: /, "").replace(/\.$/, "");
       return fail(said.includes("--help") ? said : `${said}; see portcullis init --help`);
     }
     throw e;

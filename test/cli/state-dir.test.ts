@@ -181,7 +181,7 @@ describe("--state-dir given twice", () => {
         const r = await runCli([...command, ...twice], { env: passphraseEnv(), cwd: root });
         expect(r.code, command.join(" ")).toBe(2);
         expect(r.stderr, command.join(" ")).toMatch(
-          new RegExp(`^portcullis ${command[0]}: --state-dir is given more than once; give it once\\.?\n$`),
+          new RegExp(`^portcullis ${command[0]}: --state-dir is given more than once; give it once\\.\n$`),
         );
       }
     }
@@ -213,6 +213,16 @@ describe("--state-dir given twice", () => {
       stateDir: join(tempDir(), "state"),
     });
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe("portcullis run: --label is given more than once; give it once\n");
+    expect(r.stderr).toBe("portcullis run: --label is given more than once; give it once.\n");
+  });
+
+  // audit and init end the parser's sentence with their own words: one period, at the end
+  it("ends with one period where a command adds to the sentence (audit verify --file)", async () => {
+    const stateDir = join(tempDir(), "state");
+    const audit = await runCli(["audit", "verify", "--file", "a", "--file", "b"], { stateDir });
+    expect(audit.code).toBe(2);
+    expect(audit.stderr).toBe(
+      "portcullis audit: verify: --file is given more than once; give it once; see portcullis audit --help.\n",
+    );
   });
 });
