@@ -6,6 +6,7 @@ import { createHash, hash as oneShotHash } from "node:crypto";
 import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
+import { envWholeNumber } from "../util/envMs.js";
 
 export interface HashResult {
   size: number;
@@ -134,8 +135,9 @@ export class HashPool {
 
   /** Worker threads besides the calling thread: PORTCULLIS_HASH_THREADS, else cores − 1 (at most 3). */
   static defaultSize(): number {
-    const env = Number.parseInt(process.env.PORTCULLIS_HASH_THREADS ?? "", 10);
-    if (Number.isInteger(env) && env >= 0) return Math.min(env, 16);
+    // read as every PORTCULLIS_* number is: `3abc`, `010` or `0x4` is ignored, not taken for 3, 10 or 0
+    const env = envWholeNumber("PORTCULLIS_HASH_THREADS", 0, Number.POSITIVE_INFINITY);
+    if (env !== undefined) return Math.min(env, 16);
     return Math.max(0, Math.min(3, availableParallelism() - 1));
   }
 

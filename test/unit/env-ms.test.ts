@@ -3,7 +3,7 @@
 // leading zero. Number() took `0x10` as 16, `1e3` as 1000, ` 5 ` as 5 and `010` as 10 (which a
 // reader, or a shell's arithmetic, takes for 8): each is now ignored, the default used.
 import { afterEach, describe, expect, it } from "vitest";
-import { envMs } from "../../src/util/envMs.js";
+import { envMs, envWholeNumber } from "../../src/util/envMs.js";
 
 const NAME = "PORTCULLIS_TEST_ENV_MS_UNIT";
 
@@ -30,5 +30,28 @@ describe("envMs", () => {
     }
     delete process.env[NAME];
     expect(envMs(NAME, 7)).toBe(7);
+  });
+});
+
+describe("envWholeNumber", () => {
+  afterEach(() => {
+    delete process.env[NAME];
+  });
+
+  it("takes 0 written alone, and no other writing than digits without a leading zero", () => {
+    process.env[NAME] = "0";
+    expect(envWholeNumber(NAME, 0, 9)).toBe(0);
+    for (const text of ["00", "03", "3abc", "3.0", "0x3", " 3", "-3", ""]) {
+      process.env[NAME] = text;
+      expect(envWholeNumber(NAME, 0, 9), JSON.stringify(text)).toBeUndefined();
+    }
+  });
+
+  it("keeps to its range", () => {
+    process.env[NAME] = "10";
+    expect(envWholeNumber(NAME, 0, 9)).toBeUndefined();
+    expect(envWholeNumber(NAME, 0, 10)).toBe(10);
+    process.env[NAME] = "0";
+    expect(envWholeNumber(NAME, 1, 10)).toBeUndefined();
   });
 });
