@@ -47,7 +47,7 @@ import { printableJson } from "../util/printableJson.js";
 import { redactEvent } from "../util/redact.js";
 import { shellWord } from "../util/shellWord.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
-import { emptyValue, parse as parseArgs, subcommandFirst, unknownSubcommand } from "./args.js";
+import { emptyValue, leadingZero, parse as parseArgs, subcommandFirst, unknownSubcommand } from "./args.js";
 import { UsageError as CliUsageError, missingSubcommand } from "./errors.js";
 import { failureLine } from "./failureLine.js";
 import { keyringEnding } from "./keyringAdvice.js";
@@ -252,6 +252,9 @@ function parse(sub: string, rest: string[]): Opts {
     );
   if (sub === "show" && !opts.help) {
     const [seq, extra] = parsed.positionals;
+    // a leading zero ("01") is refused as every numeric flag refuses it (args.ts)
+    if (seq !== undefined && extra === undefined && /^0[0-9]/.test(seq))
+      throw new UsageError(`show: ${leadingZero("SEQ", "number")}`);
     if (seq === undefined || extra !== undefined || !/^[1-9][0-9]*$/.test(seq)) {
       throw new UsageError("show takes one record number (SEQ ≥ 1)");
     }

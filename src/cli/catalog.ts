@@ -14,7 +14,7 @@ import { openStoreToRead } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { printableJson } from "../util/printableJson.js";
 import { redactSchemaDefaults, redactText } from "../util/redact.js";
-import { labelArgument, parse, unknownSubcommand } from "./args.js";
+import { labelArgument, leadingZero, parse, unknownSubcommand } from "./args.js";
 import { missingSubcommand, UsageError } from "./errors.js";
 import { sayReadWithoutWriting } from "./readWithoutWriting.js";
 import { NOT_REPEATED, namesHere } from "./unnamed.js";
@@ -69,6 +69,8 @@ export async function catalogCommand(args: string[]): Promise<number> {
     const rev = (s: string, what: string) => {
       // digits only: Number() also reads "1e3", "0x2" and " 2" as revisions, and rounds a number
       // past 2^53 ("no revision 100000000000000000000" for the 99999999999999999999 typed)
+      // and a leading zero ("01") is refused as every numeric flag refuses it (args.ts)
+      if (/^0[0-9]/.test(s)) throw new UsageError(`catalog ${sub}: ${leadingZero(what, "number")}.`);
       const n = Number(s);
       if (!/^[1-9][0-9]*$/.test(s) || !Number.isSafeInteger(n))
         throw new UsageError(
