@@ -42,6 +42,7 @@ import {
 } from "../keyring/keyring.js";
 import { openEmptyStore, openStoreToRead, type Store, StoreError } from "../store/db.js";
 import { quotedCommand, requireInitialized, STORE_FILE, stateDirFlagFor } from "../store/stateDir.js";
+import { envWholeNumber } from "../util/envMs.js";
 import { fileProblem } from "../util/errno.js";
 import { printableJson } from "../util/printableJson.js";
 import { redactEvent } from "../util/redact.js";
@@ -688,11 +689,11 @@ const NOT_EXPORTABLE =
 
 /**
  * The longest line `audit export` writes: MAX_EXPORT_LINE_BYTES, or for tests a lower whole number
- * from PORTCULLIS_EXPORT_MAX_LINE (a record that long cannot be made cheaply).
+ * from PORTCULLIS_EXPORT_MAX_LINE (a record that long cannot be made cheaply), read as every
+ * PORTCULLIS_* number is: Number() took `0x10` as 16 and `010` as 10.
  */
 function exportLineLimit(): number {
-  const n = Number(process.env.PORTCULLIS_EXPORT_MAX_LINE);
-  return Number.isInteger(n) && n >= 1 && n <= MAX_EXPORT_LINE_BYTES ? n : MAX_EXPORT_LINE_BYTES;
+  return envWholeNumber("PORTCULLIS_EXPORT_MAX_LINE", 1, MAX_EXPORT_LINE_BYTES) ?? MAX_EXPORT_LINE_BYTES;
 }
 
 async function writeLines(lines: Iterable<string>): Promise<void> {

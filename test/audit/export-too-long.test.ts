@@ -93,6 +93,21 @@ describe("audit export of a record too long to be a line", () => {
     expect(verify.code, verify.stderr).toBe(0);
   });
 
+  it("a limit written otherwise than in digits without a leading zero is ignored, as every PORTCULLIS_* number is", async () => {
+    // Number() read `0x10` as 16 and `010` as 10, a limit every line here is longer than
+    const dir = await logWithLongCall(100);
+    const all = lines(dir);
+    for (const limit of ["0x10", "010", "1e1", " 16"]) {
+      const r = await runCli(["audit", "export"], {
+        stateDir: dir,
+        env: { PORTCULLIS_EXPORT_MAX_LINE: limit },
+      });
+      expect(r.stderr, JSON.stringify(limit)).toBe("");
+      expect(r.code, JSON.stringify(limit)).toBe(0);
+      expect(r.stdout.split("\n").length, JSON.stringify(limit)).toBe(all.length + 1);
+    }
+  });
+
   it("a record appended once the export has begun stops it where it is (exportRecords)", async () => {
     const dir = await logWithLongCall(100_000);
     const db = openStore(dir);
