@@ -31,7 +31,7 @@ function strictParse<O extends Options>(
   try {
     return parseArgs({ args, options, allowPositionals, strict: true, tokens: true });
   } catch (e) {
-    throw new UsageError(`${command}: ${refusal(e, command, args, options)}`);
+    throw new UsageError(`${command}: ${refusal(e, command, args, options)}.`);
   }
 }
 

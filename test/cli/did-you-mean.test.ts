@@ -32,15 +32,15 @@ describe("did you mean", () => {
     const stateDir = newStateDir();
     const typo = await runCli(["status", "--jsno"], { stateDir });
     expect(typo.code).toBe(2);
-    expect(typo.stderr).toBe("portcullis status: unknown option --jsno (did you mean --json?)\n");
+    expect(typo.stderr).toBe("portcullis status: unknown option --jsno (did you mean --json?).\n");
     const far = await runCli(["status", "--xyz"], { stateDir });
     expect(far.stderr).toBe(
-      "portcullis status: unknown option --xyz ('portcullis status --help' lists the options)\n",
+      "portcullis status: unknown option --xyz ('portcullis status --help' lists the options).\n",
     );
     // run alone takes a command after '--', where a value that starts with '-' goes
     const run = await runCli(["run", "--xyz", "--", "node"], { stateDir });
     expect(run.stderr).toBe(
-      "portcullis run: unknown option --xyz (a value that starts with '-' goes after '--'; 'portcullis run --help' lists the options)\n",
+      "portcullis run: unknown option --xyz (a value that starts with '-' goes after '--'; 'portcullis run --help' lists the options).\n",
     );
     // a value after '=' is never repeated, near or not
     const valued = await runCli(["status", "--jsno=sk-live-0123456789abcdef"], { stateDir });

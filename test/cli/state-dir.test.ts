@@ -203,7 +203,7 @@ describe("--state-dir given twice", () => {
       const r = await runCli([...command, "--state-dir"], { env: passphraseEnv(), cwd: tempDir() });
       expect(r.code, command.join(" ")).toBe(2);
       expect(r.stderr, command.join(" ")).toMatch(
-        new RegExp(`^portcullis ${command[0]}: --state-dir needs a value\\.?\n$`),
+        new RegExp(`^portcullis ${command[0]}: --state-dir needs a value\\.\n$`),
       );
     }
   });
@@ -217,12 +217,21 @@ describe("--state-dir given twice", () => {
   });
 
   // audit and init end the parser's sentence with their own words: one period, at the end
-  it("ends with one period where a command adds to the sentence (audit verify --file)", async () => {
+  it("ends with one period where a command adds to the sentence (audit verify --file, init)", async () => {
     const stateDir = join(tempDir(), "state");
     const audit = await runCli(["audit", "verify", "--file", "a", "--file", "b"], { stateDir });
     expect(audit.code).toBe(2);
     expect(audit.stderr).toBe(
       "portcullis audit: verify: --file is given more than once; give it once; see portcullis audit --help.\n",
+    );
+    const needs = await runCli(["audit", "verify", "--file"], { stateDir });
+    expect(needs.stderr).toBe(
+      "portcullis audit: verify: --file needs a value; see portcullis audit --help.\n",
+    );
+    const init = await runCli(["init", "word"], { stateDir });
+    expect(init.code).toBe(2);
+    expect(init.stderr).toBe(
+      "portcullis init: unexpected argument (1, not shown: a passphrase or a secret is never given on the command line); see portcullis init --help.\n",
     );
   });
 });

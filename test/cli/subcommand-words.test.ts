@@ -23,10 +23,10 @@ async function refused(args: string[]): Promise<string> {
 describe("words in the wrong place", () => {
   it("demo refuses an unknown option as every command does", async () => {
     expect(await refused(["demo", "--x"])).toBe(
-      "portcullis demo: unknown option --x ('portcullis demo --help' lists the options)\n",
+      "portcullis demo: unknown option --x ('portcullis demo --help' lists the options).\n",
     );
     expect(await refused(["demo", "--kep"])).toBe(
-      "portcullis demo: unknown option --kep (did you mean --keep?)\n",
+      "portcullis demo: unknown option --kep (did you mean --keep?).\n",
     );
   });
 
@@ -38,14 +38,14 @@ describe("words in the wrong place", () => {
       expect(r.stdout).toMatch(/^usage:/);
       expect(r.stderr).toMatch(new RegExp(`^portcullis ${group}: give a subcommand \\(`));
       expect(await refused([group, "--jsno", "list"])).toBe(
-        `portcullis ${group}: unknown option --jsno (did you mean --json?)\n`,
+        `portcullis ${group}: unknown option --jsno (did you mean --json?).\n`,
       );
       // one that does not read as an option is not repeated
       const secret = "--sk_live_4eC39HqLyjWDarjtT1zdp7dc";
       const said = await refused([group, secret]);
       expect(said).not.toContain("sk_live");
       expect(said).toBe(
-        `portcullis ${group}: unknown option (not shown: it does not read as one, and may be a secret typed in the wrong place); 'portcullis ${group} --help' lists the options\n`,
+        `portcullis ${group}: unknown option (not shown: it does not read as one, and may be a secret typed in the wrong place); 'portcullis ${group} --help' lists the options.\n`,
       );
     },
   );

@@ -13,27 +13,27 @@ import { runCli } from "../helpers/gateway.js";
 const cases: [string[], string][] = [
   [
     ["vault", "set", "X", "--hots", "h"],
-    "portcullis vault set: unknown option --hots (did you mean --host?)",
+    "portcullis vault set: unknown option --hots (did you mean --host?).",
   ],
-  [["vault", "set", "X", "--host"], "portcullis vault set: --host needs a value"],
+  [["vault", "set", "X", "--host"], "portcullis vault set: --host needs a value."],
   [["vault", "set", "--host", "h.example"], "portcullis vault set: give one secret NAME."],
   [
     ["vault", "list", "--bogus"],
-    "portcullis vault list: unknown option --bogus ('portcullis vault list --help' lists the options)",
+    "portcullis vault list: unknown option --bogus ('portcullis vault list --help' lists the options).",
   ],
   [
     ["vault", "rm", "--bogus", "X"],
-    "portcullis vault rm: unknown option --bogus ('portcullis vault rm --help' lists the options)",
+    "portcullis vault rm: unknown option --bogus ('portcullis vault rm --help' lists the options).",
   ],
-  [["unlock", "--fro", "1m"], "portcullis unlock: unknown option --fro (did you mean --for?)"],
-  [["unlock", "--for"], "portcullis unlock: --for needs a value"],
+  [["unlock", "--fro", "1m"], "portcullis unlock: unknown option --fro (did you mean --for?)."],
+  [["unlock", "--for"], "portcullis unlock: --for needs a value."],
   [
     ["lock", "--bogus"],
-    "portcullis lock: unknown option --bogus ('portcullis lock --help' lists the options)",
+    "portcullis lock: unknown option --bogus ('portcullis lock --help' lists the options).",
   ],
   [
     ["passkey", "list", "--bogus"],
-    "portcullis passkey: unknown option --bogus ('portcullis passkey --help' lists the options)",
+    "portcullis passkey: unknown option --bogus ('portcullis passkey --help' lists the options).",
   ],
   [["passkey", "rm"], "portcullis passkey rm: give the passkey ID (see 'portcullis passkey list')."],
   [
