@@ -77,7 +77,9 @@ function refusal(e: unknown, command: string, args: string[], options: Options):
   const message = e instanceof Error ? e.message : "";
   if (code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL")
     return unexpectedArguments(Math.max(1, positionalCount(args, options)));
-  const flag = flagName(/'(-[^']*)'/.exec(message)?.[1]);
+  // node names an option with a short alias as '-h, --help' (`--help=x`): the long name is shown,
+  // as for any other option, not "an option (not shown …)"
+  const flag = flagName(/'(-[^']*)'/.exec(message)?.[1]?.replace(/^-[A-Za-z], (?=--)/, ""));
   if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
     // where to look: the command's own help; for `run`, whose server command follows '--', also
     // where a value that starts with '-' goes (elsewhere that advice sends the user the wrong way)
