@@ -114,6 +114,35 @@ export async function gatewayFor(
   });
 }
 
+/**
+ * A gateway before the catalog fixture serving `tools`, its tools listed, with the console it
+ * starts on demand: what the browser tests of a review card start from. Its state and catalog
+ * directories, the console and the gateway are ended by the functions pushed on `cleanup`.
+ */
+export async function consoleGateway(cleanup: (() => Promise<void> | void)[], tools: unknown[]) {
+  const stateDir = newStateDir();
+  const dir = tempDir("portcullis-console-tools-");
+  cleanup.push(() => {
+    removeDir(dir);
+    removeDir(stateDir);
+  });
+  cleanup.push(() => stopConsoleOf(stateDir));
+  const gw = await gatewayFor(stateDir, catalogFile(dir, tools));
+  cleanup.push(() => gw.close());
+  await gw.client.listTools();
+  return { stateDir, gw };
+}
+
+/** A tool that moves money, with a payee and an amount: what a review card must show exactly. */
+export const TRANSFER_TOOL = {
+  name: "transfer",
+  description: "Sends money.",
+  inputSchema: {
+    type: "object",
+    properties: { to: { type: "string" }, amount: { type: "number" } },
+  },
+};
+
 /** Logs in through the login page, as a person would. */
 export async function loginWithBrowser(page: Page, url: string, passphrase = TEST_PASSPHRASE): Promise<void> {
   await page.goto(url);

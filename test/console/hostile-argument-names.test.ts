@@ -6,34 +6,14 @@
 import { describe, expect, it } from "vitest";
 import { waitForPending } from "../helpers/approvals.js";
 import { browserSuite, held } from "../helpers/browser.js";
-import { removeDir, tempDir } from "../helpers/files.js";
-import { newStateDir } from "../helpers/state.js";
-import { catalogFile, consoleOf, gatewayFor, loginWithBrowser, stopConsoleOf } from "./helpers.js";
+import { consoleGateway, consoleOf, loginWithBrowser, TRANSFER_TOOL } from "./helpers.js";
 
 const suite = browserSuite();
 const { cleanup } = suite;
 
-const TRANSFER = {
-  name: "transfer",
-  description: "Sends money.",
-  inputSchema: {
-    type: "object",
-    properties: { to: { type: "string" }, amount: { type: "number" } },
-  },
-};
-
 describe("argument names on the review card", () => {
   it("two different names never look the same (as on the terminal)", async () => {
-    const stateDir = newStateDir();
-    const dir = tempDir("portcullis-console-tools-");
-    cleanup.push(() => {
-      removeDir(dir);
-      removeDir(stateDir);
-    });
-    cleanup.push(() => stopConsoleOf(stateDir));
-    const gw = await gatewayFor(stateDir, catalogFile(dir, [TRANSFER]));
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
+    const { stateDir, gw } = await consoleGateway(cleanup, [TRANSFER_TOOL]);
     const call = held(
       gw.client.callTool({ name: "transfer", arguments: { "to\t": "savings", to: "mallory", amount: 5000 } }),
     );

@@ -9,32 +9,15 @@ import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { storedPending, waitForPending } from "../helpers/approvals.js";
 import { browserSuite, held } from "../helpers/browser.js";
-import { removeDir, sleep, tempDir } from "../helpers/files.js";
-import { newStateDir } from "../helpers/state.js";
-import {
-  catalogFile,
-  consoleOf,
-  DEPLOY_TOOL,
-  gatewayFor,
-  loginWithBrowser,
-  stopConsoleOf,
-} from "./helpers.js";
+import { sleep } from "../helpers/files.js";
+import { consoleGateway, consoleOf, DEPLOY_TOOL, loginWithBrowser } from "./helpers.js";
 
 const suite = browserSuite();
 const { cleanup } = suite;
 
 describe("a console page loaded under the human's pointer by another page", () => {
   it("a click landing within a moment of the load decides nothing (as after a swap)", async () => {
-    const stateDir = newStateDir();
-    const dir = tempDir("portcullis-console-tools-");
-    cleanup.push(() => {
-      removeDir(dir);
-      removeDir(stateDir);
-    });
-    cleanup.push(() => stopConsoleOf(stateDir));
-    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]));
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
+    const { stateDir, gw } = await consoleGateway(cleanup, [DEPLOY_TOOL]);
     const callB = held(
       gw.client.callTool({ name: "deploy", arguments: { target: "production", note: "B" } }),
     );

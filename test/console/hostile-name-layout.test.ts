@@ -14,42 +14,24 @@ import { displayName } from "../../src/catalog/text.js";
 import { openStore } from "../../src/store/db.js";
 import { waitForPending } from "../helpers/approvals.js";
 import { browserSuite, held } from "../helpers/browser.js";
-import { removeDir, tempDir } from "../helpers/files.js";
+import { removeDir } from "../helpers/files.js";
 import { newStateDir } from "../helpers/state.js";
 import {
-  catalogFile,
+  consoleGateway,
   consoleOf,
-  gatewayFor,
   loginWithBrowser,
   startConsoleProcess,
-  stopConsoleOf,
+  TRANSFER_TOOL,
 } from "./helpers.js";
 
 const suite = browserSuite();
 const { cleanup } = suite;
 
 const LONG = "a".repeat(128);
-const TRANSFER = {
-  name: "transfer",
-  description: "Sends money.",
-  inputSchema: {
-    type: "object",
-    properties: { to: { type: "string" }, amount: { type: "number" } },
-  },
-};
 
 describe("names on the review card", () => {
   it("keep their spaces and their case, and a long one leaves the values beside it readable", async () => {
-    const stateDir = newStateDir();
-    const dir = tempDir("portcullis-console-tools-");
-    cleanup.push(() => {
-      removeDir(dir);
-      removeDir(stateDir);
-    });
-    cleanup.push(() => stopConsoleOf(stateDir));
-    const gw = await gatewayFor(stateDir, catalogFile(dir, [TRANSFER]));
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
+    const { stateDir, gw } = await consoleGateway(cleanup, [TRANSFER_TOOL]);
     const args = { [LONG]: "x", "to x": "savings", "to  x": "mallory", to: "mallory", amount: 5000 };
     const call = held(gw.client.callTool({ name: "transfer", arguments: args }));
     const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");

@@ -13,18 +13,7 @@ import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { storedPending, waitForPending } from "../helpers/approvals.js";
 import { browserSuite, held } from "../helpers/browser.js";
-import { removeDir, tempDir } from "../helpers/files.js";
-import { newStateDir } from "../helpers/state.js";
-import {
-  catalogFile,
-  consoleOf,
-  DEPLOY_TOOL,
-  gatewayFor,
-  loginWithBrowser,
-  raw,
-  reviewedIn,
-  stopConsoleOf,
-} from "./helpers.js";
+import { consoleGateway, consoleOf, DEPLOY_TOOL, loginWithBrowser, raw, reviewedIn } from "./helpers.js";
 
 const suite = browserSuite();
 const { cleanup } = suite;
@@ -67,16 +56,7 @@ Promise.all([
 
 describe("a page on another loopback port while the human is logged in", () => {
   it("reads nothing of the console, cannot frame it, and its form post decides nothing", async () => {
-    const stateDir = newStateDir();
-    const dir = tempDir("portcullis-console-tools-");
-    cleanup.push(() => {
-      removeDir(dir);
-      removeDir(stateDir);
-    });
-    cleanup.push(() => stopConsoleOf(stateDir));
-    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]));
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
+    const { stateDir, gw } = await consoleGateway(cleanup, [DEPLOY_TOOL]);
     const call = held(gw.client.callTool({ name: "deploy", arguments: { target: "production", note: "x" } }));
     const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
     const base = await consoleOf(stateDir);
