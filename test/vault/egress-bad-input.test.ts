@@ -2,44 +2,26 @@
 // error, the proxy keeps serving, and the gateway never crashes. And a bad "egress" setting is
 // refused at start, naming the key.
 import { writeFileSync } from "node:fs";
-import { connect } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
-import { approvedCall, egressKit, nodeServer, PLACEHOLDER, proxyPort, released, text } from "./egress-kit.js";
+import {
+  approvedCall,
+  egressKit,
+  exchange,
+  nodeServer,
+  PLACEHOLDER,
+  proxyPort,
+  released,
+  text,
+} from "./egress-kit.js";
 import { silentUpstream } from "./egress-upstreams.js";
 
 const k = egressKit();
 afterEach(() => k.cleanupAll());
-
-/**
- * Writes `first` to the proxy; when `then` is given, writes it once the first answer's head has
- * arrived (a CONNECT's 200); returns everything read until the proxy closes (or 5 s pass).
- */
-function exchange(port: number, first: string | Buffer, then?: string | Buffer): Promise<string> {
-  return new Promise((resolve) => {
-    const s = connect(port, "127.0.0.1");
-    let out = "";
-    let sentThen = false;
-    const timer = setTimeout(() => s.destroy(), 5000);
-    s.on("data", (d: Buffer) => {
-      out += d.toString("latin1");
-      if (then !== undefined && !sentThen && out.includes("\r\n\r\n")) {
-        sentThen = true;
-        s.write(then);
-      }
-    });
-    s.on("close", () => {
-      clearTimeout(timer);
-      resolve(out);
-    });
-    s.on("error", () => {});
-    s.write(first);
-  });
-}
 
 describe("the egress proxy and bad input", () => {
   it("malformed hosts, ports and URLs, garbage in a tunnel, an upstream that never answers: clear errors, and it keeps serving", async () => {

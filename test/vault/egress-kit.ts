@@ -2,6 +2,7 @@
 // test), a portcullis.json for one server with that credential, the upstreams, a gateway, and a
 // call approved through the real CLI whenever a grant is asked for.
 import { writeFileSync } from "node:fs";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { expect } from "vitest";
 import { decideByCli, storedPending, storeStamp } from "../helpers/approvals.js";
@@ -139,4 +140,35 @@ export async function approvedCall(
 export async function proxyPort(gw: Gw): Promise<number> {
   const line = await gw.waitForStderr(/egress proxy on http:\/\/127\.0\.0\.1:(\d+)/);
   return Number(/egress proxy on http:\/\/127\.0\.0\.1:(\d+)/.exec(line)?.[1]);
+}
+
+/**
+ * Writes `first` to the proxy; when `then` is given, writes it once the first answer's head has
+ * arrived (a CONNECT's 200); returns everything read until the proxy closes (or `ms` pass).
+ */
+export function exchange(
+  port: number,
+  first: string | Buffer,
+  then?: string | Buffer,
+  ms = 5000,
+): Promise<string> {
+  return new Promise((resolve) => {
+    const s = connect(port, "127.0.0.1");
+    let out = "";
+    let sentThen = false;
+    const timer = setTimeout(() => s.destroy(), ms);
+    s.on("data", (d: Buffer) => {
+      out += d.toString("latin1");
+      if (then !== undefined && !sentThen && out.includes("\r\n\r\n")) {
+        sentThen = true;
+        s.write(then);
+      }
+    });
+    s.on("close", () => {
+      clearTimeout(timer);
+      resolve(out);
+    });
+    s.on("error", () => {});
+    s.write(first);
+  });
 }

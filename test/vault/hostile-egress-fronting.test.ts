@@ -4,12 +4,12 @@
 // connection) and names another site in the request. No value is in it, so the rule that a
 // request with a released value names its destination did not apply: the request reached a site
 // nobody declared, recorded under the declared host. The upstream here records every byte it gets.
-import { connect, createServer, type Socket } from "node:net";
+import { createServer, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { newStateDir } from "../helpers/state.js";
-import { egressKit, nodeServer, proxyPort } from "./egress-kit.js";
+import { egressKit, exchange, nodeServer, proxyPort } from "./egress-kit.js";
 
 const k = egressKit();
 let stateDir: string;
@@ -49,27 +49,7 @@ beforeAll(async () => {
 afterAll(() => k.cleanupAll());
 
 /** `first` to the proxy, and `then` once its first answer's head is in; all it said until it closed. */
-function ask(first: string, then?: string): Promise<string> {
-  return new Promise((resolve) => {
-    const s = connect(port, "127.0.0.1");
-    let out = "";
-    let sent = false;
-    const timer = setTimeout(() => s.destroy(), 3000);
-    s.on("data", (d: Buffer) => {
-      out += d.toString("latin1");
-      if (then !== undefined && !sent && out.includes("\r\n\r\n")) {
-        sent = true;
-        s.write(then);
-      }
-    });
-    s.on("close", () => {
-      clearTimeout(timer);
-      resolve(out);
-    });
-    s.on("error", () => {});
-    s.write(first);
-  });
-}
+const ask = (first: string, then?: string) => exchange(port, first, then, 3000);
 
 const lastStatus = (out: string) => out.match(/HTTP\/1\.1 \d{3}/g)?.at(-1);
 

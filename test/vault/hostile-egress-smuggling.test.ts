@@ -18,6 +18,7 @@ import { newStateDir, passphraseEnv } from "../helpers/state.js";
 import {
   approvedCall,
   egressKit,
+  exchange,
   type Gw,
   nodeServer,
   PLACEHOLDER,
@@ -110,27 +111,8 @@ afterAll(async () => {
 });
 
 /** CONNECT to `target`, then `bytes` in one write; what the proxy answered, until it closes (or 3 s). */
-function tunnel(target: number, bytes: string): Promise<string> {
-  return new Promise((resolve) => {
-    const s = connect(port, "127.0.0.1");
-    let out = "";
-    let sent = false;
-    const timer = setTimeout(() => s.destroy(), 3000);
-    s.on("data", (d: Buffer) => {
-      out += d.toString("latin1");
-      if (!sent && out.includes("\r\n\r\n")) {
-        sent = true;
-        s.write(bytes);
-      }
-    });
-    s.on("close", () => {
-      clearTimeout(timer);
-      resolve(out);
-    });
-    s.on("error", () => {});
-    s.write(`CONNECT 127.0.0.1:${target} HTTP/1.1\r\nHost: 127.0.0.1:${target}\r\n\r\n`);
-  });
-}
+const tunnel = (target: number, bytes: string) =>
+  exchange(port, `CONNECT 127.0.0.1:${target} HTTP/1.1\r\nHost: 127.0.0.1:${target}\r\n\r\n`, bytes, 3000);
 
 describe("request framings the proxy and an upstream could read differently", () => {
   it("are refused with a 400 before anything reaches the upstream", async () => {
