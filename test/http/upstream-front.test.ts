@@ -271,8 +271,16 @@ describe("run --url: what an HTTP answer says of a call that was not run", () =>
     expect(lost.message).toMatch(/did not run the call/);
     expect(lost.message).not.toMatch(/went away/);
     expect(lost.data.reason).toBe("the upstream session ended (HTTP 404); the call was not run");
-    // and the audit says so too: not run, where a process that went away leaves it unknown
-    const ended = (await auditEvents(stateDir)).filter((e) => e.type === "call_interrupted");
+    // and the audit says so too: not run, where a process that went away leaves it unknown (the
+    // call's end is committed after its answer is written: waited for, not read once)
+    const ended = await waitFor(
+      async () => {
+        const found = (await auditEvents(stateDir)).filter((e) => e.type === "call_interrupted");
+        return found.length > 0 ? found : null;
+      },
+      10_000,
+      "the call's end in the audit log",
+    );
     expect(ended).toMatchObject([{ tool: "echo", reason: "epoch_transition", outcome: "not_run" }]);
     const echo = (await auditActivity(stateDir)).filter((a) => a.tool === "echo");
     expect(echo.map((a) => a.outcome)).toEqual(["not-run"]);
