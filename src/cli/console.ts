@@ -6,7 +6,13 @@ import {
   readConsoleAddress,
   writeConsoleAddress,
 } from "../console/address.js";
-import { DEFAULT_PROOF_WINDOW_S, proofWindowProblem, readConsoleConfig } from "../console/config.js";
+import {
+  DEFAULT_PROOF_WINDOW_S,
+  type PerCallProof,
+  perCallProofProblem,
+  proofWindowProblem,
+  readConsoleConfig,
+} from "../console/config.js";
 import { openBrowser, takeConsoleLock, waitForConsole } from "../console/launch.js";
 import { LoopbackPortsBusy, startConsole } from "../console/server.js";
 import { KeyringMissingError, keyringExists } from "../keyring/keyring.js";
@@ -17,7 +23,8 @@ import { leadingZero, parse, wholeNumber } from "./args.js";
 import { EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
 
 export const CONSOLE_HELP = `usage: portcullis console [--port N] [--no-open] [--proof-window SECONDS]
-                         [--idle-timeout SECONDS] [--state-dir DIR]
+                         [--per-call-proof window|fresh] [--idle-timeout SECONDS]
+                         [--state-dir DIR]
 
 The local web console: pending approval requests with their review, decisions,
 servers, catalog revisions, grants, the audit. It listens on the loopback only
@@ -27,6 +34,9 @@ is typed.
   --no-open             do not open a browser
   --proof-window S      how long a passphrase proof lets decisions be a click
                         (default ${DEFAULT_PROOF_WINDOW_S}; 0 = every decision asks; config console.proofWindow)
+  --per-call-proof P    approving a call of a per-call tool: "window" (default: a
+                        held proof makes it a click) or "fresh" (the passphrase or a
+                        passkey each time); config console.perCallProof
   --idle-timeout S      a console session ends after this long without a request (default 900)
 One console per state directory: when one is running, its address is printed
 (with --port N, a console running on another port is an error saying where it runs).`;
@@ -60,6 +70,7 @@ export async function consoleCommand(args: string[]): Promise<number> {
     port: { type: "string" },
     "no-open": { type: "boolean" },
     "proof-window": { type: "string" },
+    "per-call-proof": { type: "string" },
     "idle-timeout": { type: "string" },
     "on-demand": { type: "boolean" },
     "state-dir": { type: "string" },
@@ -83,8 +94,13 @@ export async function consoleCommand(args: string[]): Promise<number> {
   // configuration it finds: with --proof-window given, a broken file went unnoticed until the
   // day the console was started without the flag.
   const flagWindow = seconds("proof-window", values["proof-window"]);
-  const fromFile = configFile ? readConsoleConfig(configFile).proofWindow : undefined;
-  const proofWindow = flagWindow ?? fromFile;
+  const flagPerCall = values["per-call-proof"];
+  const perCallFlagProblem = flagPerCall === undefined ? null : perCallProofProblem(flagPerCall);
+  if (perCallFlagProblem) throw new UsageError(`console: --per-call-proof ${perCallFlagProblem}.`);
+  const fromFile = configFile ? readConsoleConfig(configFile) : {};
+  const proofWindow = flagWindow ?? fromFile.proofWindow;
+  const perCallProof: PerCallProof =
+    (flagPerCall as PerCallProof | undefined) ?? fromFile.perCallProof ?? "window";
   const idleText = values["idle-timeout"];
   const idle = idleText === undefined ? 900 : wholeNumber("console", "idle-timeout", idleText);
   // its own range, said whole: 0 is no timeout a session could live under (NaN: not digits)
@@ -130,6 +146,7 @@ export async function consoleCommand(args: string[]): Promise<number> {
       port,
       idleMs: idle * 1000,
       proofWindowMs: (proofWindow ?? DEFAULT_PROOF_WINDOW_S) * 1000,
+      perCallProof,
       log,
       onStoreLost: () => {
         storeLost = true;

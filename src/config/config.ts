@@ -201,22 +201,43 @@ export function proofWindowProblem(n: unknown): string | null {
     : `must be a whole number of seconds from 0 to ${MAX_PROOF_WINDOW_S}`;
 }
 
+/** How a console decision approving one call of a `per-call` tool is proven. */
+export type PerCallProof = "window" | "fresh";
+export const PER_CALL_PROOF_VALUES: readonly PerCallProof[] = ["window", "fresh"];
+
+export function perCallProofProblem(v: unknown): string | null {
+  return typeof v === "string" && (PER_CALL_PROOF_VALUES as readonly string[]).includes(v)
+    ? null
+    : `must be "window" (a held proof makes it a click) or "fresh" (the passphrase or a passkey each time)`;
+}
+
+export interface ConsoleSection {
+  proofWindow?: number;
+  perCallProof?: PerCallProof;
+}
+
 /**
- * The `console` section: `{"proofWindow": SECONDS}` (how long the web console holds a
- * passphrase proof for decisions; 0 = every decision asks). Absent: {}.
+ * The `console` section: `{"proofWindow": SECONDS, "perCallProof": "window" | "fresh"}` (how long
+ * the web console holds a passphrase proof for decisions, 0 = every decision asks; whether
+ * approving a call of a `per-call` tool may use that held proof). Absent: {}.
  */
-export function parseConsoleSection(file: string, block: unknown): { proofWindow?: number } {
+export function parseConsoleSection(file: string, block: unknown): ConsoleSection {
   if (block === undefined) return {};
   if (!isObject(block)) throw new ConfigError(`${file}: console must be an object.`);
-  const out: { proofWindow?: number } = {};
-  refuseUnknownKeys(block, ["proofWindow"], "console", (path, what) => {
+  const out: ConsoleSection = {};
+  refuseUnknownKeys(block, ["proofWindow", "perCallProof"], "console", (path, what) => {
     throw new ConfigError(`${file}: ${path} ${what}.`);
   });
   for (const [k, v] of Object.entries(block)) {
-    if (k !== "proofWindow") continue;
-    const problem = proofWindowProblem(v);
-    if (problem) throw new ConfigError(`${file}: console.proofWindow ${problem}.`);
-    out.proofWindow = v as number;
+    if (k === "proofWindow") {
+      const problem = proofWindowProblem(v);
+      if (problem) throw new ConfigError(`${file}: console.proofWindow ${problem}.`);
+      out.proofWindow = v as number;
+    } else if (k === "perCallProof") {
+      const problem = perCallProofProblem(v);
+      if (problem) throw new ConfigError(`${file}: console.perCallProof ${problem}.`);
+      out.perCallProof = v as PerCallProof;
+    }
   }
   return out;
 }

@@ -238,19 +238,33 @@ async function decide(ctx: RouteContext): Promise<void> {
       return page(ctx, 409, "Not decided", messageBody("Not decided", why, `/requests/${id}`));
     }
   }
-  let proof = app.sessions.proof(s, ctx.proofKey);
+  // `perCallProof: "fresh"`: one call of a per-call tool is approved on a proof this very request
+  // brings, never on the one held since an earlier passphrase (a denial removes authority: it may).
+  const freshNeeded =
+    app.perCallProof === "fresh" &&
+    chosen !== "deny" &&
+    chosen.approve &&
+    chosen.for === "call" &&
+    req.mode === "per-call";
+  let proof = freshNeeded ? null : app.sessions.proof(s, ctx.proofKey);
   let how = "passphrase verified at login";
   let proofKey: string | null = null;
   if (!proof) {
     const passphrase = form!.get("passphrase");
-    if (!passphrase)
-      return page(ctx, 200, "Prove it is you", proofBody(req, action, reason, s.csrf, reviewed));
+    const asked = (status: number, problem?: string) =>
+      page(
+        ctx,
+        status,
+        "Prove it is you",
+        proofBody(req, action, reason, s.csrf, reviewed, problem, freshNeeded),
+      );
+    if (!passphrase) return asked(200);
     try {
       proof = await app.prove(passphrase, ctx.ticketed);
     } catch (e) {
       const problem = proofProblem(e);
       if (problem === null) throw e;
-      return page(ctx, 401, "Prove it is you", proofBody(req, action, reason, s.csrf, reviewed, problem));
+      return asked(401, problem);
     }
     proofKey = app.sessions.proven(s, proof);
     how = "passphrase verified";

@@ -132,7 +132,10 @@ const ACTION_TEXT: Record<string, string> = {
   deny: "deny",
 };
 
-/** Asked when no proof is held: the same decision again, with the passphrase. */
+/**
+ * Asked when no proof is held, or (`fresh`) when this decision may not use the held one: the same
+ * decision again, with the passphrase.
+ */
 export function proofBody(
   req: ApprovalRequest,
   action: string,
@@ -140,9 +143,11 @@ export function proofBody(
   csrf: string,
   reviewed: string,
   problem?: string,
+  fresh = false,
 ): Html {
   return html`<section class="proof-form"><h1>Prove it is you to ${ACTION_TEXT[action] ?? action}</h1>
   <p>request <code>${req.request}</code>: ${req.serverLabel} · ${nameHtml(req.tool)}${reason ? html` — reason: ${reason}` : ""}</p>
+  ${fresh ? html`<p class="note" data-testid="fresh-proof-note">This tool is approved one call at a time, each with the passphrase typed for it (console.perCallProof is "fresh"): a proof held from earlier does not decide it.</p>` : ""}
   ${problem ? html`<p class="error" role="alert">${problem}</p>` : ""}
   <form method="post" action="/requests/${encodeURIComponent(req.request)}/decide">
     <input type="hidden" name="csrf" value="${csrf}">

@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Store } from "../store/db.js";
 import type { Logger } from "../util/log.js";
 import type { ChangeWatch } from "./changes.js";
+import type { PerCallProof } from "./config.js";
 import type { ConsoleSession, Sessions } from "./sessions.js";
 
 export interface RouteContext {
@@ -36,6 +37,8 @@ export interface ConsoleApp {
   db: Store;
   sessions: Sessions;
   changes: ChangeWatch;
+  /** "fresh": approving a call of a per-call tool never uses the held passphrase proof */
+  perCallProof: PerCallProof;
   log: Pick<Logger, "info" | "warn">;
   /**
    * proves a passphrase (one at a time, rate-limited: attempts of a request holding the ticket

@@ -16,6 +16,7 @@ import type { Logger } from "../util/log.js";
 import { TICKET_PARAM } from "./address.js";
 import { REFRESH_HEADER } from "./assets.js";
 import { ChangeWatch } from "./changes.js";
+import type { PerCallProof } from "./config.js";
 import { CONSOLE_ROUTES } from "./handlers.js";
 import {
   BodyError,
@@ -45,6 +46,8 @@ export interface ConsoleOptions {
   idleMs?: number;
   /** how long a passphrase proof is held for decisions (default 5 minutes; 0: every decision asks) */
   proofWindowMs?: number;
+  /** approving a call of a per-call tool: with the held proof ("window", default) or a fresh one */
+  perCallProof?: PerCallProof;
   log: Pick<Logger, "info" | "warn">;
   /** more routes (e.g. passkeys), checked like the console's own */
   extraRoutes?: Route[];
@@ -89,6 +92,7 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
     db,
     sessions,
     changes,
+    perCallProof: o.perCallProof ?? "window",
     log: o.log,
     // One key derivation at a time (scrypt is costly), and none while throttled.
     prove(passphrase: string, ticketed: boolean): Promise<Proof> {

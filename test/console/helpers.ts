@@ -370,13 +370,13 @@ export function requestState(stateDir: string, id: string): string | undefined {
  * process on the same state directory, as the tests of forged decisions use them; `end` stops
  * both and removes their directories.
  */
-export async function perCallShop(prefix: string) {
+export async function perCallShop(prefix: string, consoleArgs: string[] = [], consoleCwd?: string) {
   const stateDir = newStateDir();
   const dir = tempDir(prefix);
   const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]), ["--approval", "per-call"], {
     PORTCULLIS_NO_CONSOLE: "1",
   });
-  const console_ = await startConsoleProcess(stateDir);
+  const console_ = await startConsoleProcess(stateDir, consoleArgs, consoleCwd);
   const end = async () => {
     await console_.stop();
     await gw.close();

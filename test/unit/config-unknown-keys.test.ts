@@ -47,7 +47,9 @@ describe("an unknown key in each section of portcullis.json", () => {
 
   it("without a near key, the keys the place takes", () => {
     const r = refusal({ servers: {}, console: { window: 3 } });
-    expect(r.message).toBe(`${r.file}: console.window is not a known key (the keys here: proofWindow).`);
+    expect(r.message).toBe(
+      `${r.file}: console.window is not a known key (the keys here: proofWindow, perCallProof).`,
+    );
     const a = refusal(server({ audit: { zzzz: 1 } }));
     expect(a.message).toBe(`${a.file}: servers.a.audit.zzzz is not a known key (the keys here: arguments).`);
   });
@@ -55,7 +57,7 @@ describe("an unknown key in each section of portcullis.json", () => {
   it("a key that is no identifier is quoted in brackets, its control characters escaped", () => {
     const r = refusal({ servers: {}, console: { "proof\u001b[2Jwindow": 3 } });
     expect(r.message).toBe(
-      `${r.file}: console["proof\\u001b[2Jwindow"] is not a known key (the keys here: proofWindow).`,
+      `${r.file}: console["proof\\u001b[2Jwindow"] is not a known key (the keys here: proofWindow, perCallProof).`,
     );
     const s = refusal(server({ "on change": "restart" }));
     expect(s.message).toMatch(/: servers\.a\["on change"\] is not a known key \(/);
