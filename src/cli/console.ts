@@ -35,8 +35,8 @@ is typed.
   --proof-window S      how long a passphrase proof lets decisions be a click
                         (default ${DEFAULT_PROOF_WINDOW_S}; 0 = every decision asks; config console.proofWindow)
   --per-call-proof P    approving a call of a per-call tool: "window" (default: a
-                        held proof makes it a click) or "fresh" (the passphrase or a
-                        passkey each time); config console.perCallProof
+                        held proof makes it a click) or "fresh" (the passphrase each
+                        time); config console.perCallProof
   --idle-timeout S      a console session ends after this long without a request (default 900)
 One console per state directory: when one is running, its address is printed
 (with --port N, a console running on another port is an error saying where it runs).`;

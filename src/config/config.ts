@@ -208,7 +208,7 @@ export const PER_CALL_PROOF_VALUES: readonly PerCallProof[] = ["window", "fresh"
 export function perCallProofProblem(v: unknown): string | null {
   return typeof v === "string" && (PER_CALL_PROOF_VALUES as readonly string[]).includes(v)
     ? null
-    : `must be "window" (a held proof makes it a click) or "fresh" (the passphrase or a passkey each time)`;
+    : `must be "window" (a held proof makes it a click) or "fresh" (the passphrase each time)`;
 }
 
 export interface ConsoleSection {
