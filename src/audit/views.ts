@@ -41,6 +41,13 @@ export interface SessionView {
   approvals: { requested: number; granted: number; denied: number; cancelled: number; expired: number };
   /** The run's calls as `audit activity` lists them (callCounts): calls = counts.calls. */
   calls: number;
+  /**
+   * The run's calls with a record after its `run_ended` (begun, answered or closed after it): 0
+   * as a rule, since a gateway ends its run once its calls are over. More: another process ended
+   * the run while its gateway still served it (endReason `gateway_gone`, a gateway whose store
+   * rows were edited to look gone: docs/security.md), and that gateway recorded these after.
+   */
+  callsAfterEnd: number;
   refused: number;
   counts: CallCounts;
 }
@@ -174,17 +181,28 @@ function runAttribution(records: ViewInput[]): (r: ViewInput) => string | null {
   const firstRun = new Map<string, string>();
   for (const { header, event } of records) {
     const run = str(event.run);
-    if (run && !firstRun.has(header.writer)) firstRun.set(header.writer, run);
+    if (run && !closesAnotherGateway(event) && !firstRun.has(header.writer)) firstRun.set(header.writer, run);
   }
   const lastRun = new Map<string, string>();
   return ({ header, event }) => {
     const run = str(event.run);
     if (run) {
-      lastRun.set(header.writer, run);
+      if (!closesAnotherGateway(event)) lastRun.set(header.writer, run);
       return run;
     }
     return lastRun.get(header.writer) ?? firstRun.get(header.writer) ?? null;
   };
+}
+
+/**
+ * A record a process writes of another gateway's run: a call or the run of a gateway it judged
+ * gone, closed (reason gateway_gone). It names that run, but the writer does not serve it: the
+ * writer's own records without a `run` (its server's start, a gateway whose client sent no
+ * request) are not that run's. Taken for it, they added another server's epochs to the run ended
+ * as gone, and hid a gateway that had no agent run.
+ */
+function closesAnotherGateway(e: AuditEvent): boolean {
+  return (e.type === "call_interrupted" || e.type === "run_ended") && e.reason === "gateway_gone";
 }
 
 /**
@@ -312,6 +330,7 @@ export function sessionsView(input: Iterable<ViewInput>): SessionView[] {
         grants: [],
         approvals: { requested: 0, granted: 0, denied: 0, cancelled: 0, expired: 0 },
         calls: 0,
+        callsAfterEnd: 0,
         refused: 0,
         counts: callCounts([]),
       };
@@ -319,6 +338,8 @@ export function sessionsView(input: Iterable<ViewInput>): SessionView[] {
     }
     return s;
   };
+  /** each run's first run_ended (a run has one at most: docs/audit-format.md) */
+  const endSeq = new Map<string, number>();
   const sawEpoch = (s: SessionView, epoch: unknown) => {
     if (typeof epoch === "string" && !s.epochs.includes(epoch)) s.epochs.push(epoch);
   };
@@ -341,6 +362,7 @@ export function sessionsView(input: Iterable<ViewInput>): SessionView[] {
       case "run_ended":
         s.endedAt = at;
         s.endReason = str(e.reason);
+        if (!endSeq.has(run)) endSeq.set(run, r.seq);
         break;
       case "catalog_served":
         s.revisions.push({ server: serverOf(e), revision: rev(e.revision), epoch: str(e.epoch), at });
@@ -370,11 +392,14 @@ export function sessionsView(input: Iterable<ViewInput>): SessionView[] {
   }
   // Calls are counted from the activity view itself: one definition for both views.
   const byRun = new Map<string, ActivityEntry[]>();
-  for (const a of activityView(records)) {
-    session(a.run);
+  const { entries, lastSeq } = activityEntries(records);
+  for (const a of entries) {
+    const s = session(a.run);
     const list = byRun.get(a.run) ?? [];
     list.push(a);
     byRun.set(a.run, list);
+    const end = endSeq.get(a.run);
+    if (end !== undefined && (lastSeq.get(a) ?? a.seq) > end) s.callsAfterEnd++;
   }
   for (const s of runs.values()) {
     s.counts = callCounts(byRun.get(s.run) ?? []);
@@ -385,9 +410,20 @@ export function sessionsView(input: Iterable<ViewInput>): SessionView[] {
 }
 
 export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
-  const records = [...input];
+  return activityEntries([...input]).entries;
+}
+
+/**
+ * activityView's entries, and the seq of the last record its run's gateway wrote of each (its
+ * start, or what followed; not a close of the call by another process as gone).
+ */
+function activityEntries(records: ViewInput[]): {
+  entries: ActivityEntry[];
+  lastSeq: Map<ActivityEntry, number>;
+} {
   const runOf = runAttribution(records);
   const out: ActivityEntry[] = [];
+  const lastSeq = new Map<ActivityEntry, number>();
   // Open calls by run and id text (the latest call under it), and by run and call key. A record
   // with a call key is joined by it alone: over HTTP two calls of one run may carry the same id at
   // once. Records written before call keys are joined by the id text.
@@ -423,6 +459,7 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
       ends: e.type === "authorization_denied" ? 1 : 0,
     };
     out.push(a);
+    lastSeq.set(a, r.seq);
     const k = callKey(run, e);
     if (k !== null) open.set(k, a); // a client may reuse a request id once its call is over
     const kk = keyed(run, e);
@@ -445,7 +482,11 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
           : undefined;
     // an unkeyed call takes one end: a later end under its id text is another call's
     if (a !== undefined && k !== null && openUnkeyed.get(k) === a) openUnkeyed.delete(k);
-    return a ?? start(r, run, "unknown", "pending");
+    if (a === undefined) return start(r, run, "unknown", "pending");
+    // its own gateway's records only: a run ended as gone by one process (a lister) and its call
+    // closed later by another (the next gateway) had no call after its end
+    if (!closesAnotherGateway(r.event)) lastSeq.set(a, r.seq);
+    return a;
   };
 
   /** One more end of `a` (a second one is shown: see `ends`). */
@@ -513,5 +554,5 @@ export function activityView(input: Iterable<ViewInput>): ActivityEntry[] {
       }
     }
   }
-  return out;
+  return { entries: out, lastSeq };
 }

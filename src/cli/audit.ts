@@ -635,6 +635,12 @@ function renderSessions(sessions: SessionView[], idle: GatewayWithoutRun[]): str
         `${s.counts.pending} pending)`,
       `  approvals  ${s.approvals.requested} requested, ${s.approvals.granted} granted, ` +
         `${s.approvals.denied} denied, ${s.approvals.cancelled} cancelled, ${s.approvals.expired} expired`,
+      // another process ended the run while its gateway still served it (SessionView.callsAfterEnd)
+      ...(s.callsAfterEnd > 0
+        ? [
+            `  calls after its end: ${s.callsAfterEnd} (recorded by its gateway, which still served the run after another process ended it)`,
+          ]
+        : []),
     ];
     return `${lines.join("\n")}\n`;
   });

@@ -277,7 +277,7 @@ export function auditBody(d: AuditPageData, csrf: string, held = false): Html {
     d.opened
       ? html`<section><h2>Sessions</h2><table><thead><tr><th>run</th><th>server</th><th>started</th><th>ended</th><th>epochs</th><th>calls</th><th>refused</th><th>approvals</th></tr></thead><tbody>${d.opened.sessions.map(
           (s) =>
-            html`<tr><td><code>${s.run}</code></td><td>${s.server ?? "-"}</td><td>${s.startedAt ?? "-"}</td><td>${s.endedAt ?? "-"}${s.endReason ? html` (${s.endReason})` : ""}</td><td>${s.epochs.length}</td><td>${s.calls}</td><td>${s.refused}</td><td>${s.approvals.requested} asked, ${s.approvals.granted} granted, ${s.approvals.denied} denied</td></tr>`,
+            html`<tr><td><code>${s.run}</code></td><td>${s.server ?? "-"}</td><td>${s.startedAt ?? "-"}</td><td>${s.endedAt ?? "-"}${s.endReason ? html` (${s.endReason})` : ""}</td><td>${s.epochs.length}</td><td>${s.calls}${s.callsAfterEnd > 0 ? html` (${s.callsAfterEnd} after its end)` : ""}</td><td>${s.refused}</td><td>${s.approvals.requested} asked, ${s.approvals.granted} granted, ${s.approvals.denied} denied</td></tr>`,
         )}</tbody></table></section>
         <section><h2>Activity</h2><table><thead><tr><th>time</th><th>server</th><th>tool</th><th>epoch</th><th>rev</th><th>grant</th><th>decision</th><th>outcome</th></tr></thead><tbody>${d.opened.activity
           .slice(-200)

@@ -342,6 +342,42 @@ describe("views", () => {
     expect(page).toContain("<td>ok (2 ends)</td>");
   });
 
+  it("calls after a run's end: its own gateway's records after another process ended it as gone, not a close by a third", async () => {
+    // A lister ended the run as gone (its gateway's rows edited to look so), then the next gateway
+    // closed its call in flight: neither is the run's own gateway, so no call is after its end.
+    // Then the run's own gateway, still serving it, answered the call: one call after its end.
+    const gone = { reason: "gateway_gone", outcome: "unknown" };
+    const before = [
+      [
+        { type: "run_started", run: RUN, serverLabel: S },
+        calledUnderA({ requestId: 2, callKey: 3, tool: "slow_write" }),
+      ],
+      [{ type: "run_ended", run: RUN, serverLabel: S, reason: "gateway_gone" }],
+      [
+        { type: "call_interrupted", run: RUN, requestId: 2, callKey: 3, ...gone },
+        { type: "server_started", serverLabel: S, epoch: B, reason: "launch" },
+      ],
+    ] as AuditEvent[][];
+    const closed = sessionsView(await opened(before));
+    expect(closed.map((s) => [s.run, s.endReason, s.calls, s.callsAfterEnd, s.epochs])).toEqual([
+      [RUN, "gateway_gone", 1, 0, [A]],
+    ]);
+    const records = await opened([
+      ...before,
+      [{ type: "tool_result", run: RUN, requestId: 2, callKey: 3, outcome: "ok" }],
+    ]);
+    const sessions = sessionsView(records);
+    expect(sessions.map((s) => [s.run, s.calls, s.callsAfterEnd])).toEqual([[RUN, 1, 1]]);
+    const page = auditBody(
+      {
+        verified: { ok: true, records: records.length, head: { seq: records.length, hash: "h".repeat(64) } },
+        opened: { sessions, activity: activityView(records) },
+      },
+      "csrf",
+    ).text;
+    expect(page).toContain("<td>1 (1 after its end)</td>");
+  });
+
   /**
    * A run whose one intent (`intent`, carrying what names the call) is closed not_forwarded for
    * `reason`, as src/gateway/guardedRequests.ts writes it: what the views show of it, each activity
