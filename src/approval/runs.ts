@@ -2,7 +2,6 @@ import { ulid } from "ulid";
 import type { DigestCache } from "../identity/cache.js";
 import { type Liveness, processLiveness, recordedPlace } from "../identity/proc.js";
 import type { Store } from "../store/db.js";
-import { LIST_OF_OBJECTS, storedJson } from "../store/storedJson.js";
 import { canonicalJson, sha256Tag } from "../util/canonical.js";
 import {
   type ChainEntry,
@@ -30,7 +29,16 @@ export interface Run {
   startedAt: string;
 }
 
-export interface RunRow extends Run {
+/**
+ * A run as another process reads it from the store: what decides whether its requests can still
+ * be decided (ended, its gateway alive). Not its process chain: `runs.chain_json` is a record of
+ * the run, and what the human approves is the review the gateway wrote with the request, which
+ * carries the chain as the gateway holds it in memory (review.ts, buildReview; askHuman.ts).
+ * The gateway honours only a grant of a review it wrote (honoured.ts), and covers calls of its
+ * run by id: no reader decides anything on the stored chain, so a chain rewritten in the store
+ * (unreadable, or another chain) changes nothing a human approves or a gateway honours.
+ */
+export interface RunRow extends Omit<Run, "chain"> {
   gatewayPid: number;
   endedAt: string | null;
   /**
@@ -195,7 +203,6 @@ export function endRunRows(db: Store, run: string, now: string, reason: string |
 interface RunDbRow extends GatewayColumns {
   run: string;
   server_label: string;
-  chain_json: string;
   chain_digest: string;
   started_at: string;
   ended_at: string | null;
@@ -203,12 +210,9 @@ interface RunDbRow extends GatewayColumns {
 
 function toRunRow(r: RunDbRow): RunRow {
   const gateway = runGatewayLiveness(r);
-  const chain = storedJson(r.chain_json, "runs", "chain_json", LIST_OF_OBJECTS);
   return {
     run: r.run,
     serverLabel: r.server_label,
-    // rewritten in the store into something unreadable: no chain (a review carries its own)
-    chain: chain.ok ? (chain.value as unknown as ChainEntry[]) : [],
     chainDigest: r.chain_digest,
     startedAt: r.started_at,
     gatewayPid: r.gateway_pid,

@@ -128,7 +128,9 @@ describe("runs", () => {
     expect(run.chain[0]!.pid).toBe(process.pid);
     const stored = getRun(db, run.run)!;
     expect(stored.chainDigest).toBe(run.chainDigest);
-    expect(stored.chain).toEqual(run.chain);
+    // stored as a record of the run (getRun does not read it back: RunRow)
+    const chainJson = db.prepare("SELECT chain_json FROM runs WHERE run = ?").pluck().get(run.run);
+    expect(JSON.parse(chainJson as string)).toEqual(run.chain);
     expect(stored.gatewayPid).toBe(process.pid);
     expect(stored.gatewayAlive).toBe(true);
     endRun(db, run);
