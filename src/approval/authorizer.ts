@@ -54,8 +54,13 @@ export class Authorizer implements AuthorizationPort {
    * the store takes SQLite's read locks, which cost more than the rest of the guard.
    */
   private live: { own: number; grants: GrantRecord[] } | null = null;
-  /** The session grant obtain() took from `live` for a call, which condition() reads again. */
-  private cached: { call: ApprovedCall; grant: string; signature: string | null } | null = null;
+  /**
+   * The session grant obtain() took from `live` for each call, which condition() reads again:
+   * one entry per call. A single slot was taken over by the next call decided before the first
+   * one's intent was recorded (two calls sent together), and the first then went out with no
+   * second look, under a grant revoked from another process long before (`live` still held it).
+   */
+  private readonly cached = new WeakMap<ApprovedCall, { grant: string; signature: string | null }>();
   /**
    * The grants an expanding catalog change ended (onExpand "run"), while the epoch they named is
    * still the server's: what the run was approved for under that epoch. A hot reloader's old
@@ -200,8 +205,8 @@ export class Authorizer implements AuthorizationPort {
       },
       () => endGrants(this.o.db, grants, reason) > 0,
     );
+    // (a call that took one of them from `live` is refused at step 8: they are marked ended)
     this.live = null;
-    this.cached = null;
     this.expandedAway = {
       epoch: live[live.length - 1]!.executionEpoch,
       tools: [...new Set(live.flatMap((g) => g.toolScope.map((t) => t.name)))],
@@ -257,7 +262,7 @@ export class Authorizer implements AuthorizationPort {
       // From the last read; the guard reads the grant again with the intent record (condition).
       const covering = this.covering(call, false) ?? this.covering(call, true);
       if (covering) {
-        this.cached = { call, grant: covering.grant, signature: covering.signature };
+        this.cached.set(call, { grant: covering.grant, signature: covering.signature });
         return { grant: covering.grant };
       }
     }
@@ -278,9 +283,9 @@ export class Authorizer implements AuthorizationPort {
   condition(call: ApprovedCall): (() => boolean) | undefined {
     // The call is being recorded under its epoch: a one-call grant handed to it is used.
     this.olderEpoch.recorded(call);
-    const c = this.cached;
-    if (!c || c.call !== call || call.grant !== c.grant) return undefined;
-    this.cached = null;
+    const c = this.cached.get(call);
+    this.cached.delete(call);
+    if (!c || call.grant !== c.grant) return undefined;
     return () => {
       if (this.decisions.isLive(c.grant, c.signature)) return true;
       this.live = null; // the guard decides again, on a fresh read
