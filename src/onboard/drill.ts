@@ -23,6 +23,7 @@ import { sameJson } from "../util/canonical.js";
 import { counted } from "../util/counted.js";
 import { cutText } from "../util/cut.js";
 import { envMs } from "../util/envMs.js";
+import { drillRecord, entryPath } from "./drillRecord.js";
 import type { DrillServer } from "./drillServer.js";
 
 export interface DrillOptions {
@@ -172,14 +173,9 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
     db = openStore(stateDir);
     const store = db;
     const epochA = await waitFor(() => currentEpoch(store), "the first execution epoch", ms);
-    const rec = store.prepare("SELECT record_json FROM gateways WHERE epoch = ?").get(epochA) as {
-      record_json: string;
-    };
-    const recordA = JSON.parse(rec.record_json) as {
-      processId: number;
-      entry?: { path: string; sha256: string };
-    };
-    pass(`epoch ${epochA}, server pid ${recordA.processId}, entry ${recordA.entry?.path ?? "(none found)"}`);
+    // read as any row of the store another process can write (drillRecord.ts)
+    const recordA = drillRecord(store, epochA);
+    pass(`epoch ${epochA}, server pid ${recordA.processId}, entry ${entryPath(recordA) ?? "(none found)"}`);
 
     const listed = await client.listTools();
     const names = listed.tools.map((t) => t.name);
@@ -242,7 +238,7 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
       } catch (e) {
         if (e instanceof GatewayEnded) throw e;
         throw new Error(
-          `no new execution epoch within ${ms / 1000} s of the rebuild: nothing the execution record digests changed ("${o.rebuild}"), or a wrapper runs the real server out of the supervisor's sight (${recordA.entry?.path ?? "no entry"} is what it sees)`,
+          `no new execution epoch within ${ms / 1000} s of the rebuild: nothing the execution record digests changed ("${o.rebuild}"), or a wrapper runs the real server out of the supervisor's sight (${entryPath(recordA) ?? "no entry"} is what it sees)`,
         );
       }
     } else {
