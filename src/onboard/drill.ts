@@ -23,7 +23,7 @@ import { sameJson } from "../util/canonical.js";
 import { counted } from "../util/counted.js";
 import { cutText } from "../util/cut.js";
 import { envMs } from "../util/envMs.js";
-import { drillRecord, entryPath } from "./drillRecord.js";
+import { drillRecord, entryPath, signallable } from "./drillRecord.js";
 import type { DrillServer } from "./drillServer.js";
 
 export interface DrillOptions {
@@ -245,7 +245,7 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
       o.say(
         `    no --rebuild: restarting the server process (same code) to prove the epoch changes; give --rebuild CMD to run a real build`,
       );
-      epochB = await restartServer(recordA.processId, newEpoch, ms);
+      epochB = await restartServer(recordA.processId, transport.pid, newEpoch, ms);
     }
     const factsB = epochFacts(store, epochB);
     const digestA = epochFacts(store, epochA)?.identity;
@@ -335,10 +335,13 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
  */
 async function restartServer(
   pid: number,
+  /** the drill's gateway: only a process it started is signalled (signallable) */
+  gatewayPid: number | null,
   newEpoch: (within: number) => Promise<string>,
   ms: number,
 ): Promise<string> {
   const signal = (sig: NodeJS.Signals) => {
+    if (signallable(pid, gatewayPid) === "gone") return; // its respawn is coming
     try {
       process.kill(-pid, sig);
     } catch (e) {

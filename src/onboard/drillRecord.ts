@@ -5,6 +5,7 @@
  * them: the row is read through storedJson, and one that is not a record with a server pid fails
  * the step in one sentence naming the column, not in JSON.parse's words (or a TypeError).
  */
+import { describeOsProcess } from "../identity/procDescribe.js";
 import type { Store } from "../store/db.js";
 import { type StoredShape, storedJson } from "../store/storedJson.js";
 
@@ -52,4 +53,20 @@ export function drillRecord(store: Store, epoch: string): DrillRecord {
 /** The entry's path as the step shows it. */
 export function entryPath(record: DrillRecord): string | null {
   return typeof record.entry?.path === "string" ? record.entry.path : null;
+}
+
+/**
+ * Whether the record's server process may be signalled: a child of the drill's own gateway
+ * (`gatewayPid`, the process the drill spawned). The pid comes from a row any process of the user
+ * can rewrite, and a restart signals its whole process group: one that names another process (a
+ * rewritten record, or the pid reused once the server is gone) is refused in one sentence, and
+ * nothing is signalled. "gone": no such process (its respawn is coming).
+ */
+export function signallable(pid: number, gatewayPid: number | null): "yes" | "gone" {
+  const parent = describeOsProcess(pid)?.ppid;
+  if (parent === undefined) return "gone";
+  if (gatewayPid !== null && parent === gatewayPid) return "yes";
+  throw new Error(
+    `the server pid ${pid} in the drill's store (gateways.record_json) is not a process the drill's gateway${gatewayPid === null ? "" : ` (pid ${gatewayPid})`} started: something rewrote the record, so the drill sends it no signal`,
+  );
 }

@@ -9,6 +9,7 @@
 // server pid is 1, which the default rebuild would have signalled as a process group (every
 // process the user may signal), is refused the same way. The real CLI, a real gateway and that
 // server.
+import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
@@ -57,6 +58,15 @@ process.stdin.setEncoding("utf8").on("data", (d) => {
 });
 `;
 
+/** `portcullis drill s` of that server, its gateway's record kept as `damaged`. */
+async function drillDamaged(damaged: string) {
+  const dir = tempDir("portcullis-drill-damaged-");
+  writeFileSync(join(dir, "server.cjs"), SERVER);
+  const entry = { command: NODE, args: [join(dir, "server.cjs")], env: { DAMAGED_RECORD: damaged } };
+  writeFileSync(join(dir, "portcullis.json"), JSON.stringify({ servers: { s: entry } }));
+  return runCli(["drill", "s"], { cwd: dir, env: { ...passphraseEnv(), HOME: dir }, timeoutMs: 60_000 });
+}
+
 describe.runIf(process.platform === "linux")("the drill's gateway row rewritten unreadable", () => {
   it.each([
     ["no JSON", "{", "is not JSON"],
@@ -69,15 +79,7 @@ describe.runIf(process.platform === "linux")("the drill's gateway row rewritten 
   ])(
     "%s: step 1 fails in one sentence naming gateways.record_json",
     async (_, damaged, why) => {
-      const dir = tempDir("portcullis-drill-damaged-");
-      writeFileSync(join(dir, "server.cjs"), SERVER);
-      const entry = { command: NODE, args: [join(dir, "server.cjs")], env: { DAMAGED_RECORD: damaged } };
-      writeFileSync(join(dir, "portcullis.json"), JSON.stringify({ servers: { s: entry } }));
-      const r = await runCli(["drill", "s"], {
-        cwd: dir,
-        env: { ...passphraseEnv(), HOME: dir },
-        timeoutMs: 60_000,
-      });
+      const r = await drillDamaged(damaged);
       expect(r.code, r.stdout + r.stderr).toBe(1);
       const step = r.stdout.split("\n").filter((l) => l.startsWith("✗ 1. "));
       expect(step, r.stdout).toHaveLength(1);
@@ -94,4 +96,29 @@ describe.runIf(process.platform === "linux")("the drill's gateway row rewritten 
     },
     60_000,
   );
+});
+
+describe.runIf(process.platform === "linux")("the drill's gateway record naming another process", () => {
+  it("the restart signals nothing: step 4 fails in one sentence, and that process lives on", async () => {
+    // a process of the user's that is no server of the drill's gateway, leader of its own group
+    const bystander = spawn("sleep", ["60"], { detached: true, stdio: "ignore" });
+    const gone = new Promise<NodeJS.Signals | null>((res) => bystander.on("exit", (_, sig) => res(sig)));
+    try {
+      const r = await drillDamaged(JSON.stringify({ processId: bystander.pid }));
+      expect(r.code, r.stdout + r.stderr).toBe(1);
+      expect(r.stdout).toContain(`✓ 1. `);
+      const step = r.stdout.split("\n").filter((l) => l.startsWith("✗ 4. "));
+      expect(step, r.stdout).toHaveLength(1);
+      expect(step[0]).toMatch(
+        new RegExp(
+          `: the server pid ${bystander.pid} in the drill's store \\(gateways\\.record_json\\) is not a process the drill's gateway \\(pid \\d+\\) started: something rewrote the record, so the drill sends it no signal$`,
+        ),
+      );
+      expect(bystander.exitCode).toBeNull();
+      expect(bystander.signalCode).toBeNull();
+    } finally {
+      bystander.kill("SIGKILL");
+      await gone;
+    }
+  }, 60_000);
 });
