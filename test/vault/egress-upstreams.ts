@@ -84,8 +84,14 @@ export function httpUpstream(): Promise<Upstream> {
   return listening(http.createServer(recorder(received)), "http", received, new Set());
 }
 
-/** A CA of "the user's" (not portcullis's), written to `dir`/user-ca.pem, and an HTTPS upstream it signed for 127.0.0.1. */
-export async function httpsUpstream(dir: string): Promise<Upstream & { caFile: string }> {
+/**
+ * A CA of "the user's" (not portcullis's), written to `dir`/user-ca.pem, and an HTTPS upstream it
+ * signed for 127.0.0.1; `handler`, when given, answers instead of the recorder (which still records).
+ */
+export async function httpsUpstream(
+  dir: string,
+  handler?: http.RequestListener,
+): Promise<Upstream & { caFile: string }> {
   const crypto = webcrypto;
   const alg = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
   const caKeys = (await crypto.subtle.generateKey(alg, true, ["sign", "verify"])) as webcrypto.CryptoKeyPair;
@@ -115,7 +121,12 @@ export async function httpsUpstream(dir: string): Promise<Upstream & { caFile: s
   const caFile = join(dir, "user-ca.pem");
   writeFileSync(caFile, ca.toString("pem"));
   const received: Received[] = [];
-  const server = https.createServer({ cert: leaf.toString("pem"), key: keyPem }, recorder(received));
+  const record = recorder(received);
+  const server = https.createServer({ cert: leaf.toString("pem"), key: keyPem }, (req, res) => {
+    if (!handler) return record(req, res);
+    record(req, { writeHead: () => {}, end: () => {} } as unknown as http.ServerResponse);
+    handler(req, res);
+  });
   return { ...(await listening(server, "https", received, new Set())), caFile };
 }
 

@@ -28,6 +28,8 @@ let host: string;
 let proxy: EgressProxy;
 let holder: { stop(reason: "locked"): void };
 let window: { epoch: string | null; inFlight: CallInFlight[] } = { epoch: null, inFlight: [] };
+/** the Authorization the upstream got, by path */
+const got = new Map<string, string>();
 
 beforeAll(async () => {
   stateDir = newStateDir();
@@ -36,7 +38,11 @@ beforeAll(async () => {
   const leaf = await mintLeaf(upstreamCa, "127.0.0.1");
   upstream = createServer({ cert: leaf.certPem, key: leaf.keyPem }, (req, res) => {
     req.resume();
-    req.on("end", () => res.end(`${req.url} ${req.headers.authorization ?? "-"}`));
+    // what it got is kept here, not echoed: the proxy takes a released value out of an answer
+    req.on("end", () => {
+      got.set(req.url ?? "", req.headers.authorization ?? "-");
+      res.end("ok");
+    });
   });
   upstream.listen(0, "127.0.0.1");
   await once(upstream, "listening");
@@ -72,7 +78,8 @@ async function get(d: ProxyAgent, path: string): Promise<string> {
     dispatcher: d,
     headers: { authorization: `Bearer ${PLACEHOLDER}` },
   });
-  return r.body.text();
+  expect(await r.body.text()).toBe("ok");
+  return `${path} ${got.get(path)}`;
 }
 
 const put = (value: string) =>

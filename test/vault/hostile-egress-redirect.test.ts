@@ -85,7 +85,9 @@ describe("a declared host's redirect that keeps the query", () => {
       true,
     ]);
     const location = /\r\nlocation: ([^\r]*)/i.exec(answer)?.[1] ?? "";
-    expect(location).toBe(`${other.url}/landed?key=portcullis-placeholder%3Ainventory-api`);
+    // (the value has nothing to escape: as written and URL-encoded it is one spelling, given
+    // back as the placeholder as written)
+    expect(location).toBe(`${other.url}/landed?key=${PLACEHOLDER}`);
     expect(answer.includes(SECRET)).toBe(false);
   });
 });

@@ -1,4 +1,5 @@
 import type { Duplex } from "node:stream";
+import { headWithoutEchoes, spellingsOf } from "./echo.js";
 import { type Destination, destinationText, misdirection } from "./hosts.js";
 import {
   BodyMeter,
@@ -14,8 +15,8 @@ import {
   requestFraming,
   responseFraming,
 } from "./http1.js";
-import { headWithoutValues } from "./location.js";
 import type { Released } from "./release.js";
+import { IDENTITY_ONLY, planRewrite, RewrittenBody } from "./rewrite.js";
 import type { Upstream, Upstreams } from "./upstreams.js";
 
 /**
@@ -26,7 +27,9 @@ import type { Upstream, Upstreams } from "./upstreams.js";
  * connection of the proxy's own to the upstream, in one write with whatever body came with it;
  * the rest of the body and the response's bytes pass through untouched, measured only to know
  * where each message ends. Of the response, only the status line and the framing are read (for
- * the record and to know when the connection is free again).
+ * the record and to know when the connection is free again), except in the answer to a request
+ * that carried a released value: there every echo of the value is taken out of the head and the
+ * body, which is then given on in chunks of the proxy's own (echo.ts, rewrite.ts).
  */
 
 /** Request headers that concern the hop to the proxy, never forwarded upstream. */
@@ -252,7 +255,14 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
       return refuse(421, "Misdirected Request", onlyDeclaredMisdirected(misdirected));
     }
     let text = `${head.method} ${parts.url} HTTP/1.${head.minor}\r\n`;
-    for (let i = 0; i < names.length; i++) text += `${names[i]}: ${parts.headers[i]}\r\n`;
+    // an answer with a value in it is read to take the value out: asked for uncompressed (rewrite.ts)
+    const releasing = s.released.length > 0;
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i]!.toLowerCase();
+      if (releasing && name === "accept-encoding") continue;
+      text += `${names[i]}: ${parts.headers[i]}\r\n`;
+    }
+    if (releasing) text += `Accept-Encoding: ${IDENTITY_ONLY}\r\n`;
     text += "\r\n";
     meter = new BodyMeter(framing);
     let first: Buffer;
@@ -289,6 +299,12 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
       o.record(r);
     };
     const abandoned = () => recordOnce({ ...base, outcome: "failed" });
+    // the values released for this request, as an answer may echo them (none: passed as it came)
+    const spellings = parts.values.size > 0 ? spellingsOf(parts.values) : null;
+    /** the body being rewritten (an answer to a request that carried a value), while it is */
+    let rewritten: RewrittenBody | null = null;
+    /** the upstream's body is complete and the rewritten one is being given on */
+    let flushing = false;
     let rbuf: Buffer = EMPTY;
     let rmeter: BodyMeter | null = null;
     let rclose = false;
@@ -302,6 +318,7 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
     };
     const done = () => {
       over = true;
+      rewritten = null;
       upstream = null;
       // a connection paused for a slow client goes back flowing, and no longer waits on it
       if (upPaused) {
@@ -318,6 +335,7 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
       if (buffered.length > 0) nextRequest();
     };
     const toClient = (b: Buffer) => {
+      if (closed) return;
       if (b.length > 0 && !client.write(b) && !upPaused) {
         upPaused = true;
         up.socket.pause();
@@ -327,6 +345,9 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
     const failUp = (e: Error, status: number) => {
       if (over) return;
       over = true;
+      // what the rewritten body kept is dropped: never given on unscrubbed
+      rewritten?.stop();
+      rewritten = null;
       upstream = null;
       up.discard();
       if (!answered) {
@@ -345,43 +366,73 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
           if (rbuf.length > MAX_HEAD_BYTES) throw new HttpError("a response head too long");
           return;
         }
-        const h = parseResponseHead(rbuf.subarray(0, end));
+        // no header of an answer carries a released value back, a redirect's Location among them
+        // (echo.ts); read as the client will get it
+        const asRead = rbuf.subarray(0, end);
+        const shown = spellings ? headWithoutEchoes(asRead, spellings) : asRead;
+        const h = parseResponseHead(shown);
         if (h.status >= 100 && h.status < 200 && h.status !== 101) {
           // an interim answer (100 Continue): passed on, the final one follows
-          toClient(rbuf.subarray(0, end));
+          toClient(shown);
           rbuf = rbuf.subarray(end);
           continue;
         }
         if (h.status === 101) throw new HttpError("a protocol switch the request did not ask for");
+        const f = responseFraming(h, head.method);
+        const plan =
+          spellings && !(f.kind === "length" && f.length === 0) ? planRewrite(shown, head.minor) : null;
+        // (thrown before anything of the answer is given on: recorded as failed, a 502 to the client)
+        if (plan && "refused" in plan) throw new HttpError(plan.refused);
         answered = true;
         recordOnce({ ...base, outcome: "forwarded", status: h.status });
-        const f = responseFraming(h, head.method);
         rmeter = new BodyMeter(f);
         rclose = closes(h) || f.kind === "close";
-        const n = rmeter.take(rbuf, end);
-        // a redirect's target never carries a released value back (location.ts)
-        const asRead = rbuf.subarray(0, end);
-        const shown = headWithoutValues(asRead, parts.values);
-        if (shown === asRead) toClient(end + n === rbuf.length ? rbuf : rbuf.subarray(0, end + n));
-        else {
-          toClient(shown);
-          toClient(rbuf.subarray(end, end + n));
+        let n: number;
+        if (plan) {
+          // a client of HTTP/1.0 has its body end with the connection
+          if (plan.closes) rclose = true;
+          const body = new RewrittenBody(spellings!, plan, toClient, (e) => failUp(e, 502));
+          rewritten = body;
+          rmeter.onData = (d) => body.write(d);
+          n = rmeter.take(rbuf, end);
+          // (the head goes with the body's first bytes, or with its end)
+          if (!rmeter.done) body.flush();
+        } else {
+          n = rmeter.take(rbuf, end);
+          if (shown === asRead) toClient(end + n === rbuf.length ? rbuf : rbuf.subarray(0, end + n));
+          else {
+            toClient(shown);
+            toClient(rbuf.subarray(end, end + n));
+          }
         }
         if (end + n < rbuf.length) rclose = true; // bytes past the answer: not to be trusted again
         rbuf = EMPTY;
-        if (rmeter.done) done();
+        if (rmeter.done) bodyDone();
         return;
       }
+    };
+    /** the upstream's body is complete: done, once a rewritten body is all given on */
+    const bodyDone = () => {
+      if (!rewritten) return done();
+      flushing = true;
+      rewritten.end(() => {
+        if (!over) done();
+      });
     };
     up.use({
       data: (d) => {
         if (over) return;
+        if (flushing) {
+          rclose = true; // bytes past the answer: not to be trusted again
+          return;
+        }
         try {
           if (rmeter) {
             const n = rmeter.take(d, 0);
-            toClient(n === d.length ? d : d.subarray(0, n));
+            if (!rewritten) toClient(n === d.length ? d : d.subarray(0, n));
+            else if (!rmeter.done) rewritten.flush();
             if (n < d.length) rclose = true;
-            if (rmeter.done) done();
+            if (rmeter.done) bodyDone();
             return;
           }
           rbuf = rbuf.length === 0 ? d : Buffer.concat([rbuf, d]);
@@ -392,8 +443,19 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
       },
       end: () => {
         if (over) return;
+        if (flushing) {
+          rclose = true; // the answer is whole; the connection is not kept
+          return;
+        }
         if (rmeter && !rmeter.done && rmeter.untilClose) {
           // a body that ends with the connection: it has
+          if (rewritten) {
+            rclose = true;
+            flushing = true;
+            return rewritten.end(() => {
+              if (!over) done();
+            });
+          }
           over = true;
           upstream = null;
           up.discard();
@@ -426,7 +488,11 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
         }
         failUp(new Error("the upstream closed the connection before its answer was complete"), 502);
       },
-      error: (e) => failUp(e, 502),
+      error: (e) => {
+        // the answer is whole, its rewritten body being given on: the connection is not kept
+        if (flushing) rclose = true;
+        else failUp(e, 502);
+      },
       timeout: () => failUp(new Error(`no answer within ${o.timeoutMs} ms`), 504),
     });
     phase = meter.done ? "wait" : "body";

@@ -2,7 +2,8 @@
  * Just enough HTTP/1.1 for the egress proxy's data path inside a tunnel: a request head parsed
  * (the placeholders live in the target and the header values), a response's status line and
  * framing, and where a body ends (Content-Length, chunked, or the connection's close). Bodies are
- * never parsed or copied, only measured: the bytes pass through as they came.
+ * only measured, the bytes passing through as they came, except an answer's body that is
+ * rewritten (`BodyMeter.onData`, echo.ts).
  */
 
 /** The most a head may take (request line or status line and headers). */
@@ -196,6 +197,11 @@ export class BodyMeter {
   // "trailer" (reading trailer lines until the empty one)
   private state: "size" | "data" | "crlf" | "trailer" = "size";
   private line = "";
+  /**
+   * Told each run of the body's own bytes as it is measured (a chunked body's data without its
+   * size lines, CRLFs and trailers): for an answer whose body is rewritten (echo.ts)
+   */
+  onData: ((data: Buffer) => void) | null = null;
 
   constructor(private readonly framing: Framing) {
     this.left = framing.kind === "length" ? framing.length : 0;
@@ -209,17 +215,22 @@ export class BodyMeter {
 
   take(buf: Buffer, from: number): number {
     if (this.done) return 0;
-    if (this.framing.kind === "close") return buf.length - from;
+    if (this.framing.kind === "close") {
+      if (from < buf.length) this.onData?.(from === 0 ? buf : buf.subarray(from));
+      return buf.length - from;
+    }
     if (this.framing.kind === "length") {
       const n = Math.min(this.left, buf.length - from);
       this.left -= n;
       if (this.left === 0) this.done = true;
+      if (n > 0) this.onData?.(from === 0 && n === buf.length ? buf : buf.subarray(from, from + n));
       return n;
     }
     let i = from;
     while (i < buf.length && !this.done) {
       if (this.state === "data") {
         const n = Math.min(this.left, buf.length - i);
+        if (n > 0) this.onData?.(buf.subarray(i, i + n));
         i += n;
         this.left -= n;
         if (this.left === 0) this.state = "crlf";

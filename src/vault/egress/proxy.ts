@@ -2,12 +2,13 @@ import * as http from "node:http";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import * as https from "node:https";
 import { isIP, connect as netConnect, type Socket } from "node:net";
-import type { Duplex } from "node:stream";
+import { type Duplex, pipeline, Transform } from "node:stream";
 import { createSecureContext, rootCertificates, type SecureContext, TLSSocket } from "node:tls";
 import { acceptedFromOther } from "../../identity/otherUser.js";
 import type { Logger } from "../../util/log.js";
 import { SparingWarnings } from "../../util/sparingWarnings.js";
 import type { CredentialSpec } from "../credentials.js";
+import { EchoScrubber, headWithoutEchoes, spellingsOf } from "./echo.js";
 import {
   errorResponse,
   HOP,
@@ -19,8 +20,8 @@ import {
 import { HolderClient } from "./holderClient.js";
 import { type Destination, destinationText, hostMatches, misdirection, parseAuthority } from "./hosts.js";
 import { MAX_HEAD_BYTES } from "./http1.js";
-import { locationWithoutValues } from "./location.js";
 import { releaser } from "./release.js";
+import { decoding, IDENTITY_ONLY } from "./rewrite.js";
 import { upstreams } from "./upstreams.js";
 
 /**
@@ -166,6 +167,14 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       ? await substitute(dest, parts)
       : { released: [], withheld: [], call: null, epoch: o.calls().epoch };
     const headers: [string, string][] = names.map((n, i) => [n, parts.headers[i]!]);
+    // an answer with a value in it is read to take the value out: asked for uncompressed (rewrite.ts)
+    const spellings = parts.values.size > 0 ? spellingsOf(parts.values) : null;
+    const sent = spellings
+      ? [
+          ...headers.filter(([n]) => n.toLowerCase() !== "accept-encoding"),
+          ["Accept-Encoding", IDENTITY_ONLY] as [string, string],
+        ]
+      : headers;
     const base = { host: dest.host, port: dest.port, method: req.method ?? "GET", scheme, ...s };
     // the upstream picks the site from the Host header, not from the connection: a value goes
     // only with a request whose Host names the destination (hosts.ts, misdirection)
@@ -189,7 +198,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
         port: dest.port,
         method: req.method,
         path: parts.url,
-        headers: headers.flat(),
+        headers: sent.flat(),
         agent: scheme === "https" ? agents.https : agents.http,
         // SNI names a host, never an address (RFC 6066)
         ...(scheme === "https" && isIP(dest.host) === 0 ? { servername: dest.host } : {}),
@@ -206,22 +215,62 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       fail(res, timedOut ? 504 : 502, `${destinationText(dest)}: ${e.message}`);
     });
     upstream.on("response", (up) => {
-      record({ ...base, outcome: "forwarded", status: up.statusCode });
+      const status = up.statusCode ?? 502;
+      // of an answer to a request that carried a value, every header and the body are read and
+      // given on with the value taken out (echo.ts), the body in chunks Node frames for the
+      // client; an answer without a body (HEAD, 204, 304) has only its head read
+      const bodyless = req.method === "HEAD" || status === 204 || status === 304 || status < 200;
+      const clean = (v: string) =>
+        spellings ? headWithoutEchoes(Buffer.from(v, "latin1"), spellings).toString("latin1") : v;
       const raw: string[] = [];
+      const codings: string[] = [];
       for (let i = 0; i + 1 < up.rawHeaders.length; i += 2) {
         const n = up.rawHeaders[i]!;
-        if (n.toLowerCase() === "connection" || n.toLowerCase() === "keep-alive") continue;
-        // a redirect's target never carries a released value back (location.ts)
+        const lower = n.toLowerCase();
+        if (lower === "connection" || lower === "keep-alive") continue;
         const v = up.rawHeaders[i + 1]!;
-        raw.push(n, n.toLowerCase() === "location" ? locationWithoutValues(v, parts.values) : v);
+        if (spellings && !bodyless) {
+          // the body's length changes, and it is given on decoded
+          if (lower === "content-length" || lower === "transfer-encoding") continue;
+          if (lower === "content-encoding") {
+            for (const c of v.split(",")) if (c.trim() !== "") codings.push(c.trim().toLowerCase());
+            continue;
+          }
+        }
+        raw.push(n, clean(v));
       }
+      const decoded = spellings && !bodyless ? decoding(codings) : { decoder: null };
+      if ("refused" in decoded) {
+        up.destroy();
+        record({ ...base, outcome: "failed" });
+        return fail(res, 502, `${destinationText(dest)}: ${decoded.refused}`);
+      }
+      // (a body given on undecoded keeps naming its coding: identity)
+      if (spellings && !bodyless && decoded.decoder === null)
+        for (const c of codings) raw.push("Content-Encoding", c);
+      record({ ...base, outcome: "forwarded", status });
       try {
-        res.writeHead(up.statusCode ?? 502, up.statusMessage, raw);
+        res.writeHead(status, up.statusMessage ? clean(up.statusMessage) : undefined, raw);
       } catch {
-        res.writeHead(up.statusCode ?? 502);
+        res.writeHead(status);
       }
-      up.pipe(res);
-      up.on("error", () => res.destroy());
+      if (!spellings || bodyless) {
+        up.pipe(res);
+        up.on("error", () => res.destroy());
+        return;
+      }
+      const scrubber = new EchoScrubber(spellings);
+      const scrub = new Transform({
+        transform: (chunk: Buffer, _enc, cb) => cb(null, scrubber.push(chunk)),
+        flush: (cb) => cb(null, scrubber.end()),
+      });
+      // any failure (the upstream's, the decoder's) ends the answer unfinished: what the scrubber
+      // kept is never given on
+      const done = (e: Error | null | undefined) => {
+        if (e) res.destroy();
+      };
+      if (decoded.decoder) pipeline(up, decoded.decoder, scrub, res, done);
+      else pipeline(up, scrub, res, done);
     });
     req.pipe(upstream);
     req.on("error", () => upstream.destroy());

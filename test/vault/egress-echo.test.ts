@@ -1,0 +1,131 @@
+// What the proxy takes out of an answer to a request that carried a released value (echo.ts):
+// the value as written and URL-encoded (escapes in either case), from every header line and from
+// the body, whatever pieces the body arrives in.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { EchoScrubber, headWithoutEchoes, spellingsOf, withoutValues } from "../../src/vault/egress/echo.js";
+
+const released = new Map([
+  ["api", "tok/en+1 é"],
+  ["plain", "abcdef123456"],
+]);
+const spellings = spellingsOf(released);
+const latin1 = (text: string) => Buffer.from(text, "latin1");
+const shown = (text: string) => withoutValues(latin1(text), spellings).toString("latin1");
+
+describe("a released value taken out of an answer's text", () => {
+  it("the URL-encoded value becomes the URL-encoded placeholder, the value as written the placeholder", () => {
+    expect(shown(`https://www.example/x?key=${encodeURIComponent("tok/en+1 é")}&b=abcdef123456`)).toBe(
+      "https://www.example/x?key=portcullis-placeholder%3Aapi&b=portcullis-placeholder:plain",
+    );
+    expect(shown(Buffer.from("/p/tok/en+1 é", "utf8").toString("latin1"))).toBe(
+      "/p/portcullis-placeholder:api",
+    );
+    // the upstream's own escapes, in lower case
+    expect(shown("/x?key=tok%2fen%2b1%20%c3%a9")).toBe("/x?key=portcullis-placeholder%3Aapi");
+    expect(shown("/nothing/here")).toBe("/nothing/here");
+  });
+
+  it("a value as long as the vault takes (64 KiB) is taken out, not given to a regular expression V8 refuses", () => {
+    const value = "é/".repeat(21_000);
+    const long = spellingsOf(new Map([["big", value]]));
+    const location = `https://www.example/x?key=${encodeURIComponent(value).toLowerCase()}&n=1`;
+    expect(withoutValues(latin1(location), long).toString("latin1")).toBe(
+      "https://www.example/x?key=portcullis-placeholder%3Abig&n=1",
+    );
+    const s = new EchoScrubber(long);
+    const body = Buffer.from(`a${value}b`, "utf8");
+    const out = Buffer.concat([s.push(body.subarray(0, 1000)), s.push(body.subarray(1000)), s.end()]);
+    expect(out.toString("latin1")).toBe("aportcullis-placeholder:bigb");
+  });
+
+  it("every header line of a head, in any letter case, and the status line; an unchanged head is the same buffer", () => {
+    const h = latin1(
+      "HTTP/1.1 401 bad abcdef123456\r\nX-Echo: Bearer abcdef123456\r\nSet-Cookie: t=abcdef123456; Path=/\r\n" +
+        "LOCATION: /to?k=abcdef123456\r\nLink: </x?k=tok%2Fen%2b1%20%C3%a9>\r\nContent-Length: 0\r\n\r\n",
+    );
+    expect(headWithoutEchoes(h, spellings).toString("latin1")).toBe(
+      "HTTP/1.1 401 bad portcullis-placeholder:plain\r\nX-Echo: Bearer portcullis-placeholder:plain\r\n" +
+        "Set-Cookie: t=portcullis-placeholder:plain; Path=/\r\nLOCATION: /to?k=portcullis-placeholder:plain\r\n" +
+        "Link: </x?k=portcullis-placeholder%3Aapi>\r\nContent-Length: 0\r\n\r\n",
+    );
+    const none = latin1("HTTP/1.1 200 OK\r\nLocation: /elsewhere%2f\r\n\r\n");
+    expect(headWithoutEchoes(none, spellings)).toBe(none);
+    expect(headWithoutEchoes(h, [])).toBe(h);
+  });
+});
+
+/** A body as pieces cut at `cuts` (sorted offsets), through one scrubber. */
+function scrubbed(
+  body: Buffer,
+  cuts: number[],
+  s: readonly ReturnType<typeof spellingsOf>[number][],
+): Buffer {
+  const scrubber = new EchoScrubber(s);
+  const out: Buffer[] = [];
+  let at = 0;
+  for (const c of [...cuts, body.length]) {
+    out.push(scrubber.push(body.subarray(at, c)));
+    at = c;
+  }
+  out.push(scrubber.end());
+  return Buffer.concat(out);
+}
+
+describe("a body in pieces", () => {
+  it("a value split at every offset, alone and between others, is taken out as in the whole body", () => {
+    const value = "egress-test-value-4d2b9e71";
+    const s = spellingsOf(new Map([["inventory-api", value]]));
+    const body = Buffer.from(`{"error":"invalid token ${value}","again":"${value}${value}"}`, "latin1");
+    const whole = withoutValues(body, s);
+    expect(whole.toString("latin1")).toBe(
+      '{"error":"invalid token portcullis-placeholder:inventory-api","again":"portcullis-placeholder:inventory-apiportcullis-placeholder:inventory-api"}',
+    );
+    for (let i = 0; i <= body.length; i++) {
+      expect(scrubbed(body, [i], s).equals(whole), `cut at ${i}`).toBe(true);
+      for (let j = i; j <= Math.min(body.length, i + value.length); j++)
+        expect(scrubbed(body, [i, j], s).equals(whole), `cuts at ${i}, ${j}`).toBe(true);
+    }
+    // one byte at a time
+    const bytes = Array.from({ length: body.length }, (_, i) => i);
+    expect(scrubbed(body, bytes, s).equals(whole)).toBe(true);
+  });
+
+  it("property: whatever the values, the body and its pieces, no spelling of a value is given on, and the rest is as it came", () => {
+    const valueArb = fc.oneof(
+      fc.string({ minLength: 4, maxLength: 40 }).filter((v) => v.trim() === v && v.length >= 4),
+      fc.stringMatching(/^[A-Za-z0-9_-]{8,40}$/),
+    );
+    const filler = fc.uint8Array({ maxLength: 60 }).map((a) => Buffer.from(a));
+    fc.assert(
+      fc.property(
+        valueArb,
+        fc.array(fc.tuple(filler, fc.constantFrom("raw", "encoded", "lower", "none")), { maxLength: 6 }),
+        fc.array(fc.nat(), { maxLength: 8 }),
+        (value, parts, rawCuts) => {
+          const s = spellingsOf(new Map([["scope-x", value]]));
+          const forms = {
+            raw: Buffer.from(value, "utf8"),
+            encoded: latin1(encodeURIComponent(value)),
+            lower: latin1(encodeURIComponent(value).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())),
+            none: Buffer.alloc(0),
+          };
+          const body = Buffer.concat(parts.flatMap(([f, form]) => [f, forms[form]]));
+          const cuts = [...new Set(rawCuts.map((c) => c % (body.length + 1)))].sort((a, b) => a - b);
+          const out = scrubbed(body, cuts, s);
+          // the same as the whole body at once: no piece boundary lets a value through
+          expect(out.equals(withoutValues(body, s))).toBe(true);
+          // between the placeholders put in, no spelling of the value (the text of a placeholder
+          // and the bytes after it may spell it by chance: `-xab` after `…scope-x`, then `ab`)
+          const between = out
+            .toString("latin1")
+            .split("portcullis-placeholder:scope-x")
+            .flatMap((p) => p.split("portcullis-placeholder%3Ascope-x"));
+          for (const form of [forms.raw, forms.encoded, forms.lower])
+            for (const piece of between) expect(piece.includes(form.toString("latin1"))).toBe(false);
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+});

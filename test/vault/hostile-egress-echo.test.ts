@@ -1,0 +1,275 @@
+// A declared host that echoes the credential it was sent, through a real gateway while one of
+// its calls is granted and in flight (the release window open): in a custom header, a
+// Set-Cookie, Content-Location, Link, Refresh, WWW-Authenticate, the status line, and the body
+// (an error quoting the token, an httpbin-style echo of the Authorization header), the body
+// split across chunks at every offset of the value, gzip-compressed though the proxy asked for
+// identity, and in a coding the proxy cannot read. This process plays the server, over the
+// proxy's CONNECT tunnel and TLS (and its absolute-form path): every byte it is given is read
+// for the value, which it must never get, while the upstream must have got it each time.
+import { writeFileSync } from "node:fs";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { connect } from "node:net";
+import { join } from "node:path";
+import { type TLSSocket, connect as tlsConnect } from "node:tls";
+import { gzipSync } from "node:zlib";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tempDir, waitFor } from "../helpers/files.js";
+import { newStateDir } from "../helpers/state.js";
+import {
+  approvedCall,
+  egressKit,
+  exchange,
+  nodeServer,
+  PLACEHOLDER,
+  proxyPort,
+  released,
+  SECRET,
+} from "./egress-kit.js";
+import { httpsUpstream, httpUpstream, type Upstream } from "./egress-upstreams.js";
+
+const k = egressKit();
+const AUTH = `Authorization: Bearer ${PLACEHOLDER}\r\n`;
+/** what the upstream got of each request: its path, whether it carried the value, its Accept-Encoding */
+const got: { path: string; value: boolean; acceptEncoding: string | undefined }[] = [];
+
+/** Answers by path, echoing the token it got (`Bearer <token>`) wherever the path says. */
+function echoing(req: IncomingMessage, res: ServerResponse) {
+  const u = new URL(req.url ?? "/", "http://x");
+  const token = (req.headers.authorization ?? "").replace(/^Bearer /, "");
+  got.push({ path: u.pathname, value: token === SECRET, acceptEncoding: req.headers["accept-encoding"] });
+  const body = `{"error":"invalid token ${token}","headers":{"Authorization":"${req.headers.authorization}"}}`;
+  if (u.pathname === "/headers") {
+    res.setHeader("X-Echo", `Bearer ${token}`);
+    res.setHeader("Set-Cookie", [`session=${token}; Path=/; HttpOnly`, "plain=1"]);
+    res.setHeader("Content-Location", `/r?key=${encodeURIComponent(token)}`);
+    res.setHeader("Link", `</next?key=${encodeURIComponent(token).toLowerCase()}>; rel="next"`);
+    res.setHeader("Refresh", `0; url=/x?k=${token}`);
+    res.setHeader("WWW-Authenticate", `Bearer error="invalid_token", token="${token}"`);
+    res.writeHead(401, `Bad ${token}`, { "content-type": "application/json" });
+    return res.end(req.method === "HEAD" ? undefined : body);
+  }
+  if (u.pathname === "/no-content") return res.writeHead(204, { "x-echo": token }).end();
+  if (u.pathname === "/split") {
+    // chunked, cut inside the value: two chunks on the wire, the second after a pause
+    const at = `invalid token `.length + Number(u.searchParams.get("at"));
+    const text = Buffer.from(`invalid token ${token}.`, "latin1");
+    res.writeHead(400, { "content-type": "text/plain" });
+    res.write(text.subarray(0, at));
+    return setTimeout(() => res.end(text.subarray(at)), 5);
+  }
+  if (u.pathname === "/gzip") {
+    // compressed although the request asked for identity
+    const zipped = gzipSync(Buffer.from(`${body}\n`.repeat(50), "latin1"));
+    res.writeHead(200, { "content-encoding": "gzip", "content-length": zipped.length });
+    res.write(zipped.subarray(0, 17));
+    return setTimeout(() => res.end(zipped.subarray(17)), 5);
+  }
+  if (u.pathname === "/zstd") {
+    res.writeHead(200, { "content-encoding": "zstd", "content-length": Buffer.byteLength(body) });
+    return res.end(body);
+  }
+  res.writeHead(200, { "content-type": "text/plain" }).end(`ok ${u.pathname}`);
+}
+
+let port: number;
+let echo: Upstream & { caFile: string };
+let endCall: () => Promise<void>;
+
+beforeAll(async () => {
+  const plain = await httpUpstream();
+  echo = await httpsUpstream(tempDir("portcullis-echo-"), echoing);
+  k.cleanup.push(
+    () => plain.close(),
+    () => echo.close(),
+  );
+  const declared = [plain.url.slice(7), echo.url.slice(8)];
+  const stateDir = newStateDir();
+  const dir = k.project(nodeServer, declared);
+  await k.storeHttpSecret(stateDir, ...declared);
+  await k.unlock(stateDir);
+  const gw = await k.gateway(dir, stateDir, { NODE_EXTRA_CA_CERTS: echo.caFile });
+  port = await proxyPort(gw);
+  // a call that stays in flight until the test says, so the window is open for this process
+  const done = join(tempDir("portcullis-echo-"), "done");
+  const call = approvedCall(gw, stateDir, "fetch_url", { url: `${plain.url}/open`, after: done }, new Set());
+  await waitFor(() => released(plain).length > 0, 20_000, "the call's first request released");
+  endCall = async () => {
+    writeFileSync(done, "");
+    await call;
+  };
+}, 60_000);
+
+afterAll(async () => {
+  await endCall?.();
+  await k.cleanupAll();
+});
+
+/** Every byte the proxy gave this process (the server), over all the tests. */
+const given: Buffer[] = [];
+
+/** A TLS connection through a CONNECT tunnel to the echo upstream, its bytes kept as they come. */
+async function tunnel() {
+  const s = connect(port, "127.0.0.1");
+  s.write(`CONNECT 127.0.0.1:${echo.port} HTTP/1.1\r\nHost: 127.0.0.1:${echo.port}\r\n\r\n`);
+  await new Promise((r) => s.once("data", r));
+  // (the server trusts the proxy's leaf in use; what is under test is what it is given)
+  const t: TLSSocket = tlsConnect({ socket: s, servername: "127.0.0.1", rejectUnauthorized: false });
+  await new Promise((r) => t.once("secureConnect", r));
+  let buf = Buffer.alloc(0);
+  let closed = false;
+  let wake = () => {};
+  t.on("data", (d: Buffer) => {
+    given.push(d);
+    buf = Buffer.concat([buf, d]);
+    wake();
+  });
+  t.on("close", () => {
+    closed = true;
+    wake();
+  });
+  t.on("error", () => {});
+  const until = async (ready: () => number | null): Promise<number> => {
+    for (;;) {
+      const n = ready();
+      if (n !== null) return n;
+      if (closed) throw new Error(`closed with ${JSON.stringify(buf.toString("latin1"))}`);
+      await new Promise<void>((r) => {
+        wake = r;
+      });
+    }
+  };
+  const take = (n: number) => {
+    const b = buf.subarray(0, n);
+    buf = buf.subarray(n);
+    return b;
+  };
+  /** one request and its answer: the head as text, the body with its chunk framing taken off */
+  const ask = async (method: string, path: string, extra = "") => {
+    t.write(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1:${echo.port}\r\n${AUTH}${extra}\r\n`);
+    const end = await until(() => {
+      const i = buf.indexOf("\r\n\r\n");
+      return i < 0 ? null : i + 4;
+    });
+    const head = take(end).toString("latin1");
+    const status = Number(head.slice(9, 12));
+    if (method === "HEAD" || status === 204 || status === 304) return { head, body: "" };
+    const length = /\r\ncontent-length: *(\d+)/i.exec(head);
+    if (length)
+      return {
+        head,
+        body: take(await until(() => (buf.length >= Number(length[1]) ? Number(length[1]) : null))).toString(
+          "latin1",
+        ),
+      };
+    expect(head).toMatch(/\r\ntransfer-encoding: chunked\r\n/i);
+    let body = "";
+    for (;;) {
+      const line = await until(() => {
+        const i = buf.indexOf("\r\n");
+        return i < 0 ? null : i + 2;
+      });
+      const size = Number.parseInt(take(line).toString("latin1"), 16);
+      await until(() => (buf.length >= size + 2 ? size + 2 : null));
+      body += take(size + 2)
+        .toString("latin1")
+        .slice(0, size);
+      if (size === 0) return { head, body };
+    }
+  };
+  return { ask, close: () => t.destroy(), closedAfter: () => until(() => (closed ? 0 : null)) };
+}
+
+const valueGiven = () => Buffer.concat(given).includes(SECRET);
+
+describe("an upstream that echoes the released value", () => {
+  it("in its headers and status line: every one gets the placeholder; HEAD and 204 too", async () => {
+    const c = await tunnel();
+    const a = await c.ask("GET", "/headers");
+    expect(a.head).toMatch(/^HTTP\/1\.1 401 Bad portcullis-placeholder:inventory-api\r\n/);
+    for (const line of [
+      `X-Echo: Bearer ${PLACEHOLDER}`,
+      `Set-Cookie: session=${PLACEHOLDER}; Path=/; HttpOnly`,
+      "Set-Cookie: plain=1",
+      // (this value has nothing to escape: its URL-encoded spelling is the value as written)
+      `Content-Location: /r?key=${PLACEHOLDER}`,
+      `Link: </next?key=${PLACEHOLDER}>; rel="next"`,
+      `Refresh: 0; url=/x?k=${PLACEHOLDER}`,
+      `WWW-Authenticate: Bearer error="invalid_token", token="${PLACEHOLDER}"`,
+    ])
+      expect(a.head).toContain(`\r\n${line}\r\n`);
+    expect(a.body).toBe(
+      `{"error":"invalid token ${PLACEHOLDER}","headers":{"Authorization":"Bearer ${PLACEHOLDER}"}}`,
+    );
+    // on the same kept connection: a HEAD, a 204, then a GET again
+    const h = await c.ask("HEAD", "/headers");
+    expect(h.head).toContain(`\r\nX-Echo: Bearer ${PLACEHOLDER}\r\n`);
+    const n = await c.ask("GET", "/no-content");
+    expect(n.head).toMatch(/^HTTP\/1\.1 204 /);
+    expect(n.head.toLowerCase()).toContain(`\r\nx-echo: ${PLACEHOLDER}\r\n`);
+    expect((await c.ask("GET", "/plain")).body).toBe("ok /plain");
+    c.close();
+    expect(
+      got.filter((g) => ["/headers", "/no-content", "/plain"].includes(g.path)).map((g) => g.value),
+    ).toEqual([true, true, true, true]);
+    expect(valueGiven()).toBe(false);
+  });
+
+  it("in a body split across chunks at every offset of the value, on one kept connection", async () => {
+    const c = await tunnel();
+    for (let at = 0; at <= SECRET.length; at++) {
+      const a = await c.ask("GET", `/split?at=${at}`);
+      expect(a.body, `split at ${at}`).toBe(`invalid token ${PLACEHOLDER}.`);
+    }
+    c.close();
+    expect(got.filter((g) => g.path === "/split").map((g) => g.value)).toEqual(
+      Array(SECRET.length + 1).fill(true),
+    );
+    expect(valueGiven()).toBe(false);
+  });
+
+  it("in a gzip body though identity was asked for: given decoded, the value out; another coding: a 502, nothing of it", async () => {
+    const c = await tunnel();
+    const a = await c.ask("GET", "/gzip", "Accept-Encoding: gzip, br\r\n");
+    expect(a.head.toLowerCase()).not.toContain("content-encoding");
+    expect(a.body).toBe(
+      `{"error":"invalid token ${PLACEHOLDER}","headers":{"Authorization":"Bearer ${PLACEHOLDER}"}}\n`.repeat(
+        50,
+      ),
+    );
+    const z = await c.ask("GET", "/zstd");
+    expect(z.head).toMatch(/^HTTP\/1\.1 502 /);
+    expect(z.body).toContain('Content-Encoding "zstd"');
+    await c.closedAfter();
+    const asked = got.filter((g) => g.path === "/gzip" || g.path === "/zstd");
+    expect(asked.map((g) => [g.value, g.acceptEncoding])).toEqual([
+      [true, "identity"],
+      [true, "identity"],
+    ]);
+    expect(valueGiven()).toBe(false);
+  });
+
+  it("through the absolute-form path (https:// URLs sent to the proxy): headers and body", async () => {
+    const out = await exchange(
+      port,
+      `GET https://127.0.0.1:${echo.port}/headers HTTP/1.1\r\nHost: 127.0.0.1:${echo.port}\r\n${AUTH}Connection: close\r\n\r\n`,
+    );
+    given.push(Buffer.from(out, "latin1"));
+    expect(out).toMatch(/^HTTP\/1\.1 401 Bad portcullis-placeholder:inventory-api\r\n/);
+    expect(out).toContain(`\r\nSet-Cookie: session=${PLACEHOLDER}; Path=/; HttpOnly\r\n`);
+    expect(out).toContain(`"invalid token ${PLACEHOLDER}"`);
+    const gz = await exchange(
+      port,
+      `GET https://127.0.0.1:${echo.port}/gzip HTTP/1.1\r\nHost: 127.0.0.1:${echo.port}\r\n${AUTH}Connection: close\r\n\r\n`,
+    );
+    given.push(Buffer.from(gz, "latin1"));
+    expect(gz).toMatch(/^HTTP\/1\.1 200 /);
+    expect(gz).toContain(`"invalid token ${PLACEHOLDER}"`);
+    expect(got.filter((g) => g.path === "/headers").at(-1)?.value).toBe(true);
+    expect(got.filter((g) => g.path === "/gzip").at(-1)).toEqual({
+      path: "/gzip",
+      value: true,
+      acceptEncoding: "identity",
+    });
+    expect(valueGiven()).toBe(false);
+  });
+});
