@@ -9,6 +9,8 @@ import {
   hostMatches,
   misdirection,
   parseAuthority,
+  targetWithoutTrailingDot,
+  withoutTrailingDot,
 } from "../../src/vault/egress/hosts.js";
 
 describe("declared hosts", () => {
@@ -72,6 +74,29 @@ describe("declared hosts", () => {
     expect(hostMatches(["api.example.com"], { host: "api.example.com.", port: 8443 })).toBe(false);
     expect(hostMatches(["api.example.com"], { host: "evil.api.example.com.", port: 443 })).toBe(false);
     expect(hostMatches(["[::1]:9000"], { host: "[::1]", port: 9000 })).toBe(true);
+  });
+
+  it("a Host or an absolute target is forwarded naming the host as matched: one trailing dot dropped, nothing else changed", () => {
+    expect(withoutTrailingDot("api.example.com.")).toBe("api.example.com");
+    expect(withoutTrailingDot("API.example.com.:8443")).toBe("API.example.com:8443");
+    expect(withoutTrailingDot("127.0.0.1.:80")).toBe("127.0.0.1:80");
+    // not a name with one dot: left as written (refused elsewhere when it matters)
+    for (const same of [
+      "api.example.com",
+      "api.example.com..",
+      "a..:1",
+      ".",
+      "[::1]:80",
+      "u@a.example.",
+      "a.example:80.",
+    ])
+      expect(withoutTrailingDot(same)).toBe(same);
+    expect(targetWithoutTrailingDot("http://api.example.com.:8080/p?q=x.")).toBe(
+      "http://api.example.com:8080/p?q=x.",
+    );
+    expect(targetWithoutTrailingDot("HTTPS://api.example.com./")).toBe("HTTPS://api.example.com/");
+    expect(targetWithoutTrailingDot("/path.")).toBe("/path.");
+    expect(targetWithoutTrailingDot("http://u@api.example.com./")).toBe("http://u@api.example.com./");
   });
 
   it("another spelling of a declared address is the same host; a lookalike name or another address is not", () => {

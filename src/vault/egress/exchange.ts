@@ -1,6 +1,12 @@
 import type { Duplex } from "node:stream";
 import { headWithoutEchoes, spellingsOf } from "./echo.js";
-import { type Destination, destinationText, misdirection } from "./hosts.js";
+import {
+  type Destination,
+  destinationText,
+  misdirection,
+  targetWithoutTrailingDot,
+  withoutTrailingDot,
+} from "./hosts.js";
 import {
   BodyMeter,
   badHeaderValue,
@@ -254,13 +260,14 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
       o.record({ ...base, outcome: "refused", status: 421 });
       return refuse(421, "Misdirected Request", onlyDeclaredMisdirected(misdirected));
     }
-    let text = `${head.method} ${parts.url} HTTP/1.${head.minor}\r\n`;
+    // a name's trailing dot dropped where the request names a site, as the proxy matched and dialled it
+    let text = `${head.method} ${targetWithoutTrailingDot(parts.url)} HTTP/1.${head.minor}\r\n`;
     // an answer with a value in it is read to take the value out: asked for uncompressed (rewrite.ts)
     const releasing = s.released.length > 0;
     for (let i = 0; i < names.length; i++) {
       const name = names[i]!.toLowerCase();
       if (releasing && name === "accept-encoding") continue;
-      text += `${names[i]}: ${parts.headers[i]}\r\n`;
+      text += `${names[i]}: ${name === "host" ? withoutTrailingDot(parts.headers[i]!) : parts.headers[i]}\r\n`;
     }
     if (releasing) text += `Accept-Encoding: ${IDENTITY_ONLY}\r\n`;
     text += "\r\n";

@@ -184,6 +184,27 @@ export function parseAuthority(text: string): Destination | null {
 }
 
 /**
+ * A `Host` value or a URL's authority (`name.`, `name.:port`) without its name's one trailing
+ * dot; anything else as it is. The proxy matches, dials, records and mints a leaf for the name
+ * without the dot (hostValue), and a TLS client's server name never has one (RFC 6066): the
+ * request forwarded names its site the same way, so that an upstream that picks a site by the
+ * name as written (a CDN, a virtual host) picks the one the proxy matched, not a site it keeps
+ * under the dotted spelling (or none).
+ */
+export function withoutTrailingDot(authority: string): string {
+  const m = /^([^:[\]@/?#]*[^.:[\]@/?#])\.(:\d{1,5})?$/.exec(authority);
+  return m ? `${m[1]}${m[2] ?? ""}` : authority;
+}
+
+/** An absolute-form target (`http://name.:port/path`) with its authority's trailing dot dropped. */
+export function targetWithoutTrailingDot(target: string): string {
+  const m = /^(https?:\/\/)([^/?#]*)(.*)$/i.exec(target);
+  if (!m) return target;
+  const authority = withoutTrailingDot(m[2]!);
+  return authority === m[2] ? target : `${m[1]}${authority}${m[3]}`;
+}
+
+/**
  * Why a request that is to carry a released value names a host other than its destination, or
  * null when it names only the destination. The proxy connects to `dest`, but the upstream picks
  * the site that answers from the request itself: its `Host` header, or the authority of an

@@ -18,7 +18,14 @@ import {
   WEBSOCKET_REFUSED,
 } from "./exchange.js";
 import { HolderClient } from "./holderClient.js";
-import { type Destination, destinationText, hostMatches, misdirection, parseAuthority } from "./hosts.js";
+import {
+  type Destination,
+  destinationText,
+  hostMatches,
+  misdirection,
+  parseAuthority,
+  withoutTrailingDot,
+} from "./hosts.js";
 import { MAX_HEAD_BYTES } from "./http1.js";
 import { releaser } from "./release.js";
 import { decoding, IDENTITY_ONLY } from "./rewrite.js";
@@ -166,7 +173,11 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     const s = isDeclared
       ? await substitute(dest, parts)
       : { released: [], withheld: [], call: null, epoch: o.calls().epoch };
-    const headers: [string, string][] = names.map((n, i) => [n, parts.headers[i]!]);
+    // a name's trailing dot dropped from the Host, as the proxy matched and dials it (hosts.ts)
+    const headers: [string, string][] = names.map((n, i) => [
+      n,
+      n.toLowerCase() === "host" ? withoutTrailingDot(parts.headers[i]!) : parts.headers[i]!,
+    ]);
     // an answer with a value in it is read to take the value out: asked for uncompressed (rewrite.ts)
     const spellings = parts.values.size > 0 ? spellingsOf(parts.values) : null;
     const sent = spellings
