@@ -1,5 +1,5 @@
 import type { Duplex } from "node:stream";
-import { headWithoutEchoes, spellingsOf } from "./echo.js";
+import { headWithoutEchoes, spellingsOf, withoutValues } from "./echo.js";
 import {
   type Destination,
   destinationText,
@@ -22,7 +22,7 @@ import {
   responseFraming,
 } from "./http1.js";
 import type { Released } from "./release.js";
-import { IDENTITY_ONLY, planRewrite, RewrittenBody } from "./rewrite.js";
+import { coded, IDENTITY_ONLY, planRewrite, RewrittenBody, withLength } from "./rewrite.js";
 import type { Upstream, Upstreams } from "./upstreams.js";
 
 /**
@@ -386,8 +386,11 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
         }
         if (h.status === 101) throw new HttpError("a protocol switch the request did not ask for");
         const f = responseFraming(h, head.method);
-        const plan =
-          spellings && !(f.kind === "length" && f.length === 0) ? planRewrite(shown, head.minor) : null;
+        const bodied = spellings !== null && !(f.kind === "length" && f.length === 0);
+        // the common answer: a length, no content coding, and all of it in this read; scrubbed
+        // whole, its length written again only if it changed (rewrite.ts, wholeAnswer)
+        const whole = bodied && f.kind === "length" && rbuf.length - end >= f.length && !coded(shown);
+        const plan = bodied && !whole ? planRewrite(shown, head.minor) : null;
         // (thrown before anything of the answer is given on: recorded as failed, a 502 to the client)
         if (plan && "refused" in plan) throw new HttpError(plan.refused);
         answered = true;
@@ -395,7 +398,14 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
         rmeter = new BodyMeter(f);
         rclose = closes(h) || f.kind === "close";
         let n: number;
-        if (plan) {
+        if (whole) {
+          n = rmeter.take(rbuf, end);
+          const body = rbuf.subarray(end, end + n);
+          const clean = withoutValues(body, spellings!);
+          if (clean === body && shown === asRead)
+            toClient(end + n === rbuf.length ? rbuf : rbuf.subarray(0, end + n));
+          else toClient(Buffer.concat([clean === body ? shown : withLength(shown, clean.length), clean]));
+        } else if (plan) {
           // a client of HTTP/1.0 has its body end with the connection
           if (plan.closes) rclose = true;
           const body = new RewrittenBody(spellings!, plan, toClient, (e) => failUp(e, 502));

@@ -5,7 +5,10 @@ import { EchoScrubber, type Spelling } from "./echo.js";
 /**
  * The answer to a request that carried a released value, when it has a body: the body is read
  * (decoded when the upstream compressed it) and given on with the values taken out (echo.ts), so
- * its length is no longer the upstream's. The head goes on without its Content-Length,
+ * its length is no longer the upstream's. An answer with a length, no content coding, and all of
+ * it in the read that brought its head (most small answers) is scrubbed whole and keeps a
+ * Content-Length, written again only when a value was taken out (exchange.ts, `whole`). Any
+ * other goes through RewrittenBody: the head goes on without its Content-Length,
  * Transfer-Encoding and (when decoded) Content-Encoding, and the body in chunks of its own to a
  * client that spoke HTTP/1.1, or delimited by the connection's close to one that spoke HTTP/1.0.
  * Requests that carry a value ask for `Accept-Encoding: identity`; an upstream that compresses
@@ -84,6 +87,23 @@ export function planRewrite(head: Buffer, clientMinor: number): Plan {
     chunked,
     closes: !chunked,
   };
+}
+
+/**
+ * Whether a head names a Content-Encoding at all (identity included: rare, and then the general
+ * path reads it). A body without one whose bytes all came with the head is scrubbed whole, and
+ * keeps a Content-Length (withLength), with no chunks of the proxy's own.
+ */
+export function coded(head: Buffer): boolean {
+  return /\r\ncontent-encoding:/i.test(head.toString("latin1"));
+}
+
+/** A head (CRLF lines) with its Content-Length lines saying `length`. */
+export function withLength(head: Buffer, length: number): Buffer {
+  return Buffer.from(
+    head.toString("latin1").replace(/\r\ncontent-length:[^\r]*/gi, `\r\nContent-Length: ${length}`),
+    "latin1",
+  );
 }
 
 const CRLF = Buffer.from("\r\n", "latin1");
