@@ -120,6 +120,7 @@ const LAST_CHUNK = Buffer.from("0\r\n\r\n", "latin1");
 export class RewrittenBody {
   private readonly scrubber: EchoScrubber;
   private failed = false;
+  private ending = false;
   /** the head, until it goes with the body's first bytes */
   private head: Buffer | null;
   /** the body's bytes ready to be given (values taken out), framed when given: one chunk per write */
@@ -170,7 +171,9 @@ export class RewrittenBody {
   }
 
   end(then: () => void): void {
-    if (this.failed) return;
+    // (once: a second end would give a second last chunk, which the client reads as a response)
+    if (this.failed || this.ending) return;
+    this.ending = true;
     const last = () => {
       if (this.failed) return;
       this.keep(this.scrubber.end());
