@@ -309,7 +309,17 @@ describe("an upstream that echoes the released value", () => {
     given.push(Buffer.from(gz, "latin1"));
     expect(gz).toMatch(/^HTTP\/1\.1 200 /);
     expect(gz).toContain(`"invalid token ${PLACEHOLDER}"`);
+    // the upstream's connection dies partway through the value: cut, none of it given
+    const cut = await exchange(
+      port,
+      `GET https://127.0.0.1:${echo.port}/cut HTTP/1.1\r\nHost: 127.0.0.1:${echo.port}\r\n${AUTH}Connection: close\r\n\r\n`,
+    );
+    given.push(Buffer.from(cut, "latin1"));
+    expect(cut).toMatch(/^HTTP\/1\.1 200 /);
+    expect(cut).not.toContain(SECRET.slice(0, 7));
+    expect(cut).not.toContain("\r\n0\r\n\r\n");
     expect(got.filter((g) => g.path === "/headers").at(-1)?.value).toBe(true);
+    expect(got.filter((g) => g.path === "/cut").map((g) => g.value)).toEqual([true, true]);
     expect(got.filter((g) => g.path === "/gzip").at(-1)).toEqual({
       path: "/gzip",
       value: true,

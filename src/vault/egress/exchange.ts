@@ -35,7 +35,8 @@ import type { Upstream, Upstreams } from "./upstreams.js";
  * where each message ends. Of the response, only the status line and the framing are read (for
  * the record and to know when the connection is free again), except in the answer to a request
  * that carried a released value: there every echo of the value is taken out of the head and the
- * body, which is then given on in chunks of the proxy's own (echo.ts, rewrite.ts).
+ * body, which is then given on whole with its length written again (when it all came with its
+ * head, uncoded) or in chunks of the proxy's own (echo.ts, rewrite.ts).
  */
 
 /** Request headers that concern the hop to the proxy, never forwarded upstream. */
@@ -388,7 +389,7 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
         const f = responseFraming(h, head.method);
         const bodied = spellings !== null && !(f.kind === "length" && f.length === 0);
         // the common answer: a length, no content coding, and all of it in this read; scrubbed
-        // whole, its length written again only if it changed (rewrite.ts, wholeAnswer)
+        // whole, its length written again only if it changed (rewrite.ts: coded, withLength)
         const whole = bodied && f.kind === "length" && rbuf.length - end >= f.length && !coded(shown);
         const plan = bodied && !whole ? planRewrite(shown, head.minor) : null;
         // (thrown before anything of the answer is given on: recorded as failed, a 502 to the client)
