@@ -106,6 +106,11 @@ export class ReleasedValues {
   private readonly hex = new Map<string, string>();
   /** whether some value has a space (which form encoding writes as "+") */
   private spaced = false;
+  /**
+   * whether some value has "[" or "]": only then can a form run into a marker (which starts with
+   * "[" and ends with "]", and holds neither elsewhere), and scrubbing settles (settled)
+   */
+  private bracketed = false;
   /** the values searched without a regex built from them (src/vault/longValues.ts) */
   private readonly long: LongValue[] = [];
   /** characters of regex source the values searched by regex take (REGEX_SOURCE_BUDGET) */
@@ -128,6 +133,7 @@ export class ReleasedValues {
     this.markers.add(marker);
     this.longestMarker = Math.max(this.longestMarker, marker.length);
     this.spaced ||= value.includes(" ");
+    this.bracketed ||= value.includes("[") || value.includes("]");
     this.pattern = null;
     this.percentRegex = null;
     this.caseless = null;
@@ -236,17 +242,64 @@ export class ReleasedValues {
    * more for JSON text inside a JSON string. Only the characters that spell a form are replaced;
    * every other one stays as written. Occurrences that overlap are replaced together (`aaa` for a
    * value `aa` leaves no `a`). Text scrubbed already comes out the same: a marker is never scrubbed
-   * inside (aroundMarkers), so scrubbing it again, as every log line is, never grows it. Throws
-   * past MAX_GROWTH.
+   * inside (aroundMarkers), so scrubbing it again, as every log line is, never grows it, and a form
+   * that runs into a marker written here is taken with it (settled). Throws past MAX_GROWTH, and
+   * for text built against a value's markers past SETTLE_WORK.
    */
   scrubText(text: string): string {
     if (this.values.size === 0) return text;
+    return this.settled(text, this.aroundMarkers(text, this.textSpans(text)), this.textSpans);
+  }
+
+  /** Where forms occur in `text` as written and as its escapes spell them (scrubText), joined. */
+  private readonly textSpans = (text: string): Span[] =>
     // no escape: the text spells nothing but itself
-    const spans =
-      !text.includes("\\") && !this.mayHoldUnlisted(text)
-        ? this.listedSpans(text)
-        : this.spansOf(text, [[0, text.length]]);
-    return replacedSpans(text, this.aroundMarkers(text, spans));
+    !text.includes("\\") && !this.mayHoldUnlisted(text)
+      ? this.listedSpans(text)
+      : this.spansOf(text, [[0, text.length]]);
+
+  /**
+   * `text` with `spans` (fitted to its markers: aroundMarkers) replaced, and then with every
+   * occurrence that the markers written form with the text beside them replaced too, until none
+   * is left: scrubbed text scrubbed again comes out the same. A form of a value that holds "[" or
+   * "]" can run into a marker written here (the value `s]x` in `s]xx`: `[redacted:s]x` ends in
+   * `s]x` again), and a marker takes such an occurrence with it as it takes one a server wrote
+   * across a marker; before, it was left to the next scrubbing, so what one scrubbing wrote still
+   * held the value across a marker's edge. A new occurrence holds characters of a marker written
+   * last (the rest of the text was searched already), so only around those is the text searched
+   * again, as far as the longest form reaches; each round writes the text anew. `find` gives the
+   * occurrences in a stretch of text. Text built to make one marker take a few characters at a
+   * time, round after round (`s]xxxx…`), costs a round per step: the work is bounded (SETTLE_WORK
+   * characters searched or written per character of the text, plus SETTLE_SLACK), and past it
+   * scrubbing throws, and its callers fail closed (src/util/log.ts), as past MAX_GROWTH.
+   */
+  private settled(text: string, spans: Span[], find: (t: string) => Span[]): string {
+    if (!this.bracketed) return replacedSpans(text, spans);
+    let { out, written } = replacedAt(text, spans, true);
+    let budget = SETTLE_WORK * text.length + SETTLE_SLACK;
+    while (written.length > 0) {
+      const reach = out.includes("\\") ? this.longestForm() : this.longest + 1;
+      const found: Span[] = [];
+      for (const [from, to] of stretchesAround(out, written, reach)) {
+        budget -= to - from;
+        if (budget < 0)
+          throw new RangeError("scrubbing would not settle: text built against a value's markers");
+        for (const f of find(out.slice(from, to))) {
+          const s = { start: f.start + from, end: f.end + from, scope: f.scope };
+          const near = lastStartingBefore(written, s.end);
+          if (near && near.end > s.start) found.push(s);
+        }
+      }
+      found.sort((a, b) => a.start - b.start || b.end - a.end);
+      const more = this.aroundMarkers(out, joined(found));
+      if (more.length === 0) break;
+      budget -= out.length;
+      if (budget < 0)
+        throw new RangeError("scrubbing would not settle: text built against a value's markers");
+      ({ out, written } = replacedAt(out, more, true));
+    }
+    tooLong(out.length - text.length);
+    return out;
   }
 
   /**
@@ -341,7 +394,9 @@ export class ReleasedValues {
    */
   scrubPieces(text: string): string {
     if (this.values.size === 0) return text;
-    return replacedSpans(text, this.aroundMarkers(text, this.indexedPieces(text)));
+    return this.settled(text, this.aroundMarkers(text, this.indexedPieces(text)), (t) =>
+      this.indexedPieces(t),
+    );
   }
 
   /**
@@ -478,7 +533,7 @@ export class ReleasedValues {
       this.spansOf(jsonLine, odd ? this.oddStretches(jsonLine) : []),
     );
     if (spans.length === 0) return jsonLine;
-    const replaced = replacedSpans(jsonLine, spans);
+    const replaced = this.settled(jsonLine, spans, this.textSpans);
     let original: unknown;
     try {
       original = JSON.parse(jsonLine);
@@ -687,20 +742,53 @@ function startsAt(text: string, at: number, piece: string): boolean {
 
 /** `text` with each of `spans` (in order, apart) replaced by its scope's marker; throws past MAX_GROWTH. */
 function replacedSpans(text: string, spans: Span[]): string {
-  if (spans.length === 0) return text;
+  return replacedAt(text, spans, false).out;
+}
+
+/** replacedSpans, and (`places`) where each marker it wrote lies in what it gives (in order, apart). */
+function replacedAt(text: string, spans: Span[], places: boolean): { out: string; written: Span[] } {
+  if (spans.length === 0) return { out: text, written: [] };
   const out: string[] = [];
+  const written: Span[] = [];
   let from = 0;
   let growth = 0;
+  let at = 0;
   for (const s of spans) {
     const marker = redactionMarker(s.scope);
     growth += marker.length - (s.end - s.start);
     out.push(text.slice(from, s.start), marker);
+    if (places) {
+      at += s.start - from;
+      written.push({ start: at, end: at + marker.length, scope: s.scope });
+      at += marker.length;
+    }
     from = s.end;
   }
   tooLong(growth);
   out.push(text.slice(from));
-  return out.join("");
+  return { out: out.join(""), written };
 }
+
+/**
+ * The stretches of `text` within `reach` characters of each of `marks` (in order, apart), joined
+ * where they meet, each starting where no JSON escape is cut (a cut one would be read as other
+ * characters).
+ */
+function stretchesAround(text: string, marks: Span[], reach: number): [number, number][] {
+  const out: [number, number][] = [];
+  for (const m of marks) {
+    const from = escapeBoundaryBefore(text, Math.max(0, m.start - reach));
+    const to = Math.min(text.length, m.end + reach);
+    const last = out.at(-1);
+    if (last && from <= last[1]) last[1] = to;
+    else out.push([from, to]);
+  }
+  return out;
+}
+
+/** Characters settled may search per character of the text (plus SETTLE_SLACK) before it throws. */
+const SETTLE_WORK = 16;
+const SETTLE_SLACK = 1 << 20;
 
 /** Throws when scrubbing would grow a text by more than MAX_GROWTH characters. */
 function tooLong(growth: number): void {

@@ -47,8 +47,8 @@ describe("text already scrubbed is scrubbed no further", () => {
   });
 
   it("a value with a bracket (a form can then run into a marker's end or start): scrubbed again, it only ever shrinks", () => {
-    // `s]x` after `[redacted:s]` reads `[redacted:s]x` once scrubbed, and scrubbing that again
-    // takes the marker and the "x" together: never a marker inside a marker
+    // `s]x` after `[redacted:s]` is taken with the marker, as one marker: never a marker inside a
+    // marker (that it comes out the same: scrub-idempotent.property.test.ts)
     fc.assert(
       fc.property(scrubbedTwice(brackets, fc.constant("s")), ([values, parts]) => {
         const released = new ReleasedValues();
