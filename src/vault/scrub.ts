@@ -394,8 +394,12 @@ export class ReleasedValues {
    */
   scrubPieces(text: string): string {
     if (this.values.size === 0) return text;
+    // the markers written here can form a form with the text beside them too, not only a piece:
+    // the log scrubs with scrubText and then this, and scrubbed again it must come out the same
     return this.settled(text, this.aroundMarkers(text, this.indexedPieces(text)), (t) =>
-      this.indexedPieces(t),
+      joined(
+        [...this.indexedPieces(t), ...this.textSpans(t)].sort((a, b) => a.start - b.start || b.end - a.end),
+      ),
     );
   }
 

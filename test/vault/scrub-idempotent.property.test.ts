@@ -131,6 +131,27 @@ describe("scrubbing is idempotent, for values that run into markers too", () => 
     );
   });
 
+  it("the log's scrub (scrubPieces after scrubText): scrubbed again it is the same", () => {
+    // values long enough to have pieces (8 characters), and their pieces in the text
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.string({ unit, minLength: 1, maxLength: 14 }), scope), {
+          minLength: 1,
+          maxLength: 2,
+        }),
+        fc.array(fc.oneof(fc.string({ unit, maxLength: 10 }), fc.constant("[redacted:s]")), { maxLength: 8 }),
+        (values, parts) => {
+          const released = releasedOf(values);
+          const t = [...parts, ...values.map(([v]) => v), ...values.map(([v]) => v.slice(1, 10))].join("");
+          const logged = (x: string) => released.scrubPieces(released.scrubText(x));
+          const once = logged(t);
+          expect(logged(once), JSON.stringify([values, t])).toBe(once);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
   it("the cases fast-check found: a form formed by a marker's end and the text after it, again and again", () => {
     const released = new ReleasedValues();
     released.add("s", "s]x");
@@ -142,6 +163,13 @@ describe("scrubbing is idempotent, for values that run into markers too", () => 
     const start = new ReleasedValues();
     start.add("k", "a[r");
     expect(start.scrubText("aa[r")).toBe(start.scrubText(start.scrubText("aa[r")));
+    // a piece's marker (scrubPieces) running into a form: `D[[[[[[[s` is taken as pieces, and its
+    // marker's end and the `D[` after it are the value `]D[`
+    const pieces = new ReleasedValues();
+    pieces.add("s", "D[[[[[[[s");
+    pieces.add("s", "]D[");
+    const logged = pieces.scrubPieces(pieces.scrubText("D[[[[[[[s]D[[[[[[[[sD["));
+    expect(pieces.scrubPieces(pieces.scrubText(logged))).toBe(logged);
   });
 
   it("text built to make a marker take one character a round: settled within a bound, past it failing closed", () => {
