@@ -80,3 +80,10 @@ try {
 } catch (e) {
   console.log(`hostile 1 MB line: failed (${e.message})`);
 }
+
+// A value that repeats itself in a megabyte that repeats it: every place starts an occurrence
+// (the regexes would read each whole; the search goes on value by value in linear time instead).
+const periodic = new ReleasedValues();
+periodic.add("k", "ab".repeat(100));
+const run = JSON.stringify({ jsonrpc: "2.0", id: 1, result: { text: `${"ab".repeat(500_000)} end` } });
+measure("1 MB run of a 200-char periodic value", periodic, run, 1, 5);

@@ -44,23 +44,33 @@ interface PercentChar {
 }
 
 /** A written form and, once it is first found somewhere, its KMP failure table. */
-class WrittenForm {
+export class WrittenForm {
   private table: Int32Array | null = null;
   constructor(readonly text: string) {}
 
-  /** Every occurrence of the form in `t`, overlapping ones too, in order. */
-  occurrencesIn(t: string, out: Found[]): void {
+  /**
+   * Every occurrence of the form in `t`, overlapping ones too, in order; with `join`, those that
+   * overlap as one (text that repeats a form that repeats itself has one at every place: a
+   * search that only needs what they cover keeps one, not one per place).
+   */
+  occurrencesIn(t: string, out: Found[], join = false): void {
     const f = this.text;
     const first = t.indexOf(f);
     if (first === -1) return;
     const table = this.failureTable();
     let k = 0;
+    let last: Found | null = null;
     for (let i = first; i < t.length; i++) {
       const c = t.charCodeAt(i);
       while (k > 0 && f.charCodeAt(k) !== c) k = table[k - 1]!;
       if (f.charCodeAt(k) === c) k++;
       if (k === f.length) {
-        out.push({ start: i + 1 - f.length, end: i + 1 });
+        const start = i + 1 - f.length;
+        if (join && last !== null && start < last.end) last.end = i + 1;
+        else {
+          last = { start, end: i + 1 };
+          out.push(last);
+        }
         k = table[k - 1]!;
       }
     }
@@ -122,9 +132,12 @@ export class LongValue {
     return this.written.some((f) => f.text.length <= lower.length && lower.includes(f.text.toLowerCase()));
   }
 
-  /** Every occurrence of every written form in `t`, in no particular order. */
-  writtenOccurrences(t: string, out: Found[] = []): Found[] {
-    for (const f of this.written) f.occurrencesIn(t, out);
+  /**
+   * Every occurrence of every written form in `t`, in no particular order; with `join`, those of
+   * a form that overlap as one (WrittenForm.occurrencesIn).
+   */
+  writtenOccurrences(t: string, out: Found[] = [], join = false): Found[] {
+    for (const f of this.written) f.occurrencesIn(t, out, join);
     return out;
   }
 

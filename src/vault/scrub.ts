@@ -42,7 +42,7 @@ import {
   mayEscapeOddly,
   ODD_ESCAPE,
 } from "./jsonSpelling.js";
-import { type Found, LONG_VALUE, LongValue } from "./longValues.js";
+import { type Found, LONG_VALUE, LongValue, WrittenForm } from "./longValues.js";
 import { escapeRegExp, percentPattern } from "./percentSpelling.js";
 
 const MIN_FRAGMENT = 8;
@@ -104,6 +104,14 @@ export class ReleasedValues {
   private readonly shown: string[] = [];
   /** hex form → scope (hexForms) */
   private readonly hex = new Map<string, string>();
+  /** the hex forms, each searched once found by KMP (a value that repeats itself has a hex form that does) */
+  private readonly hexSearch: { form: WrittenForm; scope: string }[] = [];
+  /**
+   * the values searched by regex, each also as a long one is (src/vault/longValues.ts): what a
+   * search falls back on when text that repeats a value would make the regexes read each
+   * occurrence whole from every place inside the ones before it (settledMatches); null when stale
+   */
+  private linear: LongValue[] | null = null;
   /** whether some value has a space (which form encoding writes as "+") */
   private spaced = false;
   /**
@@ -159,7 +167,12 @@ export class ReleasedValues {
       this.forms.set(f, scope);
       this.longest = Math.max(this.longest, f.length);
     }
-    for (const h of hexForms(value)) this.hex.set(h, scope);
+    for (const h of hexForms(value))
+      if (!this.hex.has(h)) {
+        this.hex.set(h, scope);
+        this.hexSearch.push({ form: new WrittenForm(h), scope });
+      }
+    this.linear = null;
     this.longest = Math.max(this.longest, 2 * Buffer.byteLength(value, "utf8"));
     this.percent.set(value, encoded.source);
     this.regexSource += source + encoded.source.length;
@@ -309,8 +322,40 @@ export class ReleasedValues {
    */
   private listedSpans(text: string): Span[] {
     const found: Span[] = [];
-    eachMatch(this.regex(), text, (start, end, m) => found.push({ start, end, scope: this.scopeOf(m) }));
+    this.matchesOf(this.regex(), "written", text, (start, end, scope) => found.push({ start, end, scope }));
+    found.sort((a, b) => a.start - b.start || b.end - a.end);
     return joined(found);
+  }
+
+  /**
+   * Every match of `re` (the one alternation of written forms, or the percent patterns: `kind`)
+   * in `t`, overlapping ones too, with the scope of its value, in order of start. By eachMatch
+   * while that stays within its work; past it (text that repeats a value that repeats itself:
+   * every place starts a match, each read whole), by the search of the long values instead, value
+   * by value, over the whole text: each written form by indexOf and a KMP pass, each percent
+   * spelling from the value's borders, in time linear in the text. Before, the rest of the text
+   * from there was taken as one occurrence: nothing let through, but the server's text after such
+   * a run was lost.
+   */
+  private matchesOf(
+    re: RegExp,
+    kind: "written" | "percent",
+    t: string,
+    on: (start: number, end: number, scope: string) => void,
+  ): void {
+    const found: Span[] = [];
+    if (eachMatch(re, t, (start, end, m) => found.push({ start, end, scope: this.scopeOf(m) }))) {
+      for (const f of found) on(f.start, f.end, f.scope);
+      return;
+    }
+    this.linear ??= [...this.percent.keys()].map((v) => {
+      const scope = this.values.get(v)!;
+      return new LongValue(v, scope, listedForms(v));
+    });
+    for (const l of this.linear) {
+      const at = kind === "written" ? l.writtenOccurrences(t, [], true) : l.percentOccurrences(t);
+      for (const f of at) on(f.start, f.end, l.scope);
+    }
   }
 
   /**
@@ -454,28 +499,25 @@ export class ReleasedValues {
     const found: Span[] = [];
     const search = (t: string, source: ArrayLike<number> | null, offset: number) => {
       // every match, overlapping ones too (eachMatch): `{{%7b` is `{{` and then `{%7b`
-      for (const r of this.mayPercentEncode(t) ? [re, this.percentPatterns()] : [re])
-        eachMatch(r, t, (start, end, m) => {
-          const scope = this.scopeOf(m);
-          found.push(
-            source
-              ? { start: offset + source[start]!, end: offset + source[end]!, scope }
-              : { start, end, scope },
-          );
-        });
       const place = (at: number, end: number, scope: string) =>
         found.push(
           source
             ? { start: offset + source[at]!, end: offset + source[end]!, scope }
             : { start: at, end, scope },
         );
-      for (const [h, scope] of this.hex)
-        for (let at = t.indexOf(h); at !== -1; at = t.indexOf(h, at + 1)) place(at, at + h.length, scope);
+      this.matchesOf(re, "written", t, place);
+      if (this.mayPercentEncode(t)) this.matchesOf(this.percentPatterns(), "percent", t, place);
+      const hexAt: Found[] = [];
+      for (const { form, scope } of this.hexSearch) {
+        form.occurrencesIn(t, hexAt, true);
+        for (const f of hexAt) place(f.start, f.end, scope);
+        hexAt.length = 0;
+      }
       // the long values, without a regex: every written form, and the percent spelling where
       // the text may hold one (without "%" or "+" it is the value as written, a written form)
       const percent = this.mayPercentEncode(t);
       for (const l of this.long) {
-        const at: Found[] = l.writtenOccurrences(t);
+        const at: Found[] = l.writtenOccurrences(t, [], true);
         if (percent) l.percentOccurrences(t, at);
         for (const f of at) place(f.start, f.end, l.scope);
       }
@@ -628,9 +670,11 @@ export class ReleasedValues {
     for (const [f, scope] of [...this.forms, ...this.hex]) scopes.set(f.toLowerCase(), scope);
     const cased = this.scrubText(host);
     const found: Span[] = [];
-    eachMatch(this.caseless, cased, (start, end, m) =>
+    const whole = eachMatch(this.caseless, cased, (start, end, m) =>
       found.push({ start, end, scope: scopes.get(m.toLowerCase()) ?? "credential" }),
     );
+    // a host name that repeats a value that repeats itself, past the work of the search: all of it
+    if (!whole) return redactionMarker("credential");
     const scrubbed = replacedSpans(cased, this.aroundMarkers(cased, joined(found)));
     // a long value's forms, in any case: a host name that holds one (it would have to be as
     // long) is replaced whole
@@ -805,28 +849,25 @@ function tooLong(growth: number): void {
  * search goes on from the place after its start, not from its end as a global regex's does, so an
  * occurrence that starts inside an earlier one is found too. Costs nothing more where nothing
  * matches (the common case): each match is one more search from there. A value that repeats
- * itself (`aaaa…`) matches at every place of text that repeats it, each match read whole: past
- * MATCH_WORK characters matched per character of `t` (plus MATCH_SLACK), the rest of `t` from the
- * match is taken as one occurrence (more is replaced, nothing let through), as the search of a
- * long value's percent spelling does (src/vault/longValues.ts); 1 MB of "a" with a value of 200
- * "a" took 1.5 s, 64 MiB would have held the gateway for minutes.
+ * itself (`aaaa…`) matches at every place of text that repeats it, each match read whole (1 MB of
+ * "a" with a value of 200 "a" took 1.5 s): past MATCH_WORK characters matched per character of
+ * `t` (plus MATCH_SLACK) it stops and returns false, and its caller searches otherwise
+ * (ReleasedValues.matchesOf); true when every match was given.
  */
-function eachMatch(re: RegExp, t: string, on: (start: number, end: number, m: string) => void): void {
+function eachMatch(re: RegExp, t: string, on: (start: number, end: number, m: string) => void): boolean {
   let budget = MATCH_WORK * t.length + MATCH_SLACK;
   re.lastIndex = 0;
   for (let m = re.exec(t); m !== null; m = re.exec(t)) {
     budget -= m[0].length;
-    if (budget < 0) {
-      on(m.index, t.length, m[0]);
-      return;
-    }
+    if (budget < 0) return false;
     on(m.index, m.index + m[0].length, m[0]);
     re.lastIndex = m.index + 1;
   }
+  return true;
 }
 
 /** Characters eachMatch may read in matches per character of the text (plus MATCH_SLACK). */
-const MATCH_WORK = 8;
+const MATCH_WORK = 2;
 const MATCH_SLACK = 4096;
 
 /** `found` (in order of start) with the spans that overlap joined into one (the first one's scope). */
