@@ -184,10 +184,14 @@ export class LongValue {
   private onePlaceOccurrences(t: string, out: Found[]): Found[] {
     let budget = PERCENT_WORK * t.length + PERCENT_SLACK;
     const n = this.chars.length;
-    // at[i]: where the value's character i starts in the spelling found last (at[n]: its end);
+    // at[(o + i) % m]: where the value's character i starts in the spelling found last (i = n:
+    // its end), a ring from `o`, so that moving on to the spelling from a border shifts nothing
+    // (shifting the places along by the value at each step cost the value's length per step);
     // kept from call to call (a line is searched for each value, and most lines have no spelling)
     this.places ??= [new Int32Array(n + 1), new Int32Array(n + 1)];
     const [at, next] = this.places;
+    const m = n + 1;
+    let o = 0;
     // where the spellings found so far end: a place before it is tried only inside a `%XX`
     let covered = 0;
     for (let s = 0; s < t.length; s++) {
@@ -206,6 +210,7 @@ export class LongValue {
       out.push({ start: s, end: p });
       // the places of its characters, read again now that it is found: most starts fail, and
       // the search from them is kept to the reading alone
+      o = 0;
       at[0] = s;
       for (let k = 0; k < n; k++) at[k + 1] = stepOf(t, at[k]!, this.chars[k]!);
       let end = p;
@@ -218,16 +223,17 @@ export class LongValue {
           next[k + 1] = q;
         }
         if (budget < 0) {
-          out.push({ start: at[n - b]!, end: t.length });
+          out.push({ start: at[(o + n - b) % m]!, end: t.length });
           return out;
         }
         if (q === -1) {
           b = this.border(b);
           continue;
         }
-        out.push({ start: at[n - b]!, end: q });
-        at.copyWithin(0, n - b, n + 1);
-        at.set(next.subarray(b + 1, n + 1), b + 1);
+        out.push({ start: at[(o + n - b) % m]!, end: q });
+        // its characters 0..b are the last b + 1 places, its others those just read
+        o = (o + n - b) % m;
+        for (let i = b + 1; i <= n; i++) at[(o + i) % m] = next[i]!;
         end = q;
         b = this.border(n);
       }

@@ -82,4 +82,18 @@ describe("a value that repeats itself, in text that repeats it", () => {
       };
     }, 20_000);
   });
+
+  it("a long value's percent spelling, run on and on: time linear in the text and the value together", () => {
+    // each spelling found reads on from the value's longest border (one character more), and
+    // the places of its characters were shifted along by the whole value at each step: 8 times
+    // the value in 8 times the text took 64 times as long
+    expectLinear((n) => {
+      const released = new ReleasedValues();
+      released.add("k", "a".repeat(n));
+      const t = `x${"%61".repeat(4 * n)}!`;
+      return () => {
+        expect(released.scrubText(t)).toBe("x[redacted:k]!");
+      };
+    }, 2000);
+  });
 });
