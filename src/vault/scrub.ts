@@ -280,39 +280,88 @@ export class ReleasedValues {
    * across a marker; before, it was left to the next scrubbing, so what one scrubbing wrote still
    * held the value across a marker's edge. A new occurrence holds characters of a marker written
    * last (the rest of the text was searched already), so only around those is the text searched
-   * again, as far as the longest form reaches; each round writes the text anew. `find` gives the
-   * occurrences in a stretch of text. Text built to make one marker take a few characters at a
-   * time, round after round (`s]xxxx…`), costs a round per step: the work is bounded (SETTLE_WORK
-   * characters searched or written per character of the text, plus SETTLE_SLACK), and past it
-   * scrubbing throws, and its callers fail closed (src/util/log.ts), as past MAX_GROWTH.
+   * again, as far as the longest form reaches (settledAround). `find` gives the occurrences in a
+   * stretch of text.
    */
   private settled(text: string, spans: Span[], find: (t: string) => Span[]): string {
     if (!this.bracketed) return replacedSpans(text, spans);
-    let { out, written } = replacedAt(text, spans, true);
-    let budget = SETTLE_WORK * text.length + SETTLE_SLACK;
-    while (written.length > 0) {
-      const reach = out.includes("\\") ? this.longestForm() : this.longest + 1;
-      const found: Span[] = [];
-      for (const [from, to] of stretchesAround(out, written, reach)) {
-        budget -= to - from;
+    const { out, written } = replacedAt(text, spans, true);
+    if (written.length === 0) return out;
+    const settled = this.settledAround(out, written, find, SETTLE_WORK * text.length + SETTLE_SLACK);
+    tooLong(settled.length - text.length);
+    return settled;
+  }
+
+  /**
+   * `out` with the occurrences that run into `marks` (the markers just written in it, in order,
+   * apart) taken with them, round after round, each round over a stretch of `out` alone: from the
+   * longest form's reach before the markers written last to its reach after them. Text built to
+   * make a marker take a few characters a round (`s]xxxx…`) costs a round per step, each over that
+   * stretch only, not the whole text again; past `budget` characters searched, scrubbing throws,
+   * and its callers fail closed (src/util/log.ts), as past MAX_GROWTH.
+   */
+  private settledAround(out: string, marks: Span[], find: (t: string) => Span[], budget: number): string {
+    const reach = (out.includes("\\") ? this.longestForm() : this.longest) + SETTLE_MARGIN;
+    // the text done with, from which a stretch takes back what comes before it
+    const done = new TextTail();
+    let at = 0; // out[0, at) is done, or in the stretch
+    let k = 0; // the next of `marks` not yet in a stretch
+    while (k < marks.length) {
+      const from = Math.max(at, marks[k]!.start - reach);
+      done.push(out.slice(at, from));
+      let stretch = "";
+      at = from;
+      // the markers of the stretch written last (or taken in from `out`), where it is searched
+      let fresh: Span[] = [];
+      for (;;) {
+        // reach after the last fresh marker, read on from `out`, with the markers written there
+        // taken in (fresh: they were not searched around either)
+        for (;;) {
+          const last = fresh.at(-1);
+          const until = last ? at + reach - (stretch.length - last.end) : Number.POSITIVE_INFINITY;
+          if (k < marks.length && marks[k]!.start < until) {
+            const m = marks[k++]!;
+            const shift = stretch.length - at;
+            stretch += out.slice(at, m.end);
+            at = m.end;
+            fresh.push({ start: m.start + shift, end: m.end + shift, scope: m.scope });
+            continue;
+          }
+          const to = Math.min(out.length, until);
+          if (to > at) {
+            stretch += out.slice(at, to);
+            at = to;
+          }
+          break;
+        }
+        // reach before the first, taken back from the text done with
+        const short = reach - fresh[0]!.start;
+        if (short > 0 && done.length > 0) {
+          const back = done.take(short);
+          stretch = back + stretch;
+          fresh = fresh.map((f) => ({
+            start: f.start + back.length,
+            end: f.end + back.length,
+            scope: f.scope,
+          }));
+        }
+        budget -= stretch.length;
         if (budget < 0)
           throw new RangeError("scrubbing would not settle: text built against a value's markers");
-        for (const f of find(out.slice(from, to))) {
-          const s = { start: f.start + from, end: f.end + from, scope: f.scope };
-          const near = lastStartingBefore(written, s.end);
-          if (near && near.end > s.start) found.push(s);
+        const found: Span[] = [];
+        for (const f of find(stretch)) {
+          const near = lastStartingBefore(fresh, f.end);
+          if (near && near.end > f.start) found.push(f);
         }
+        found.sort((a, b) => a.start - b.start || b.end - a.end);
+        const more = this.aroundMarkers(stretch, joined(found));
+        if (more.length === 0) break;
+        ({ out: stretch, written: fresh } = replacedAt(stretch, more, true));
       }
-      found.sort((a, b) => a.start - b.start || b.end - a.end);
-      const more = this.aroundMarkers(out, joined(found));
-      if (more.length === 0) break;
-      budget -= out.length;
-      if (budget < 0)
-        throw new RangeError("scrubbing would not settle: text built against a value's markers");
-      ({ out, written } = replacedAt(out, more, true));
+      done.push(stretch);
     }
-    tooLong(out.length - text.length);
-    return out;
+    done.push(out.slice(at));
+    return done.text();
   }
 
   /**
@@ -818,25 +867,53 @@ function replacedAt(text: string, spans: Span[], places: boolean): { out: string
 }
 
 /**
- * The stretches of `text` within `reach` characters of each of `marks` (in order, apart), joined
- * where they meet, each starting where no JSON escape is cut (a cut one would be read as other
- * characters).
+ * Characters settledAround may search per character of the text (plus SETTLE_SLACK) before it
+ * throws: a round over the stretch around one marker (twice the reach of the longest form, and
+ * the marker) for each character a marker takes, for forms of a few characters.
  */
-function stretchesAround(text: string, marks: Span[], reach: number): [number, number][] {
-  const out: [number, number][] = [];
-  for (const m of marks) {
-    const from = escapeBoundaryBefore(text, Math.max(0, m.start - reach));
-    const to = Math.min(text.length, m.end + reach);
-    const last = out.at(-1);
-    if (last && from <= last[1]) last[1] = to;
-    else out.push([from, to]);
-  }
-  return out;
-}
-
-/** Characters settled may search per character of the text (plus SETTLE_SLACK) before it throws. */
-const SETTLE_WORK = 16;
+const SETTLE_WORK = 64;
 const SETTLE_SLACK = 1 << 20;
+/** Characters past the longest form a stretch of settledAround reaches: an escape cut at its start reads otherwise. */
+const SETTLE_MARGIN = 8;
+
+/**
+ * Text written in pieces, whose last characters can be taken back (settledAround): pieces are
+ * kept as they are, so that taking a few characters back costs as many, not the whole text.
+ */
+class TextTail {
+  private readonly pieces: string[] = [];
+  length = 0;
+
+  push(piece: string): void {
+    if (piece === "") return;
+    this.pieces.push(piece);
+    this.length += piece.length;
+  }
+
+  /** The last `n` characters (fewer if there are not as many), taken off. */
+  take(n: number): string {
+    const taken: string[] = [];
+    let left = n;
+    while (left > 0 && this.pieces.length > 0) {
+      const last = this.pieces.pop()!;
+      if (last.length <= left) {
+        taken.push(last);
+        left -= last.length;
+      } else {
+        taken.push(last.slice(last.length - left));
+        this.pieces.push(last.slice(0, last.length - left));
+        left = 0;
+      }
+    }
+    const out = taken.reverse().join("");
+    this.length -= out.length;
+    return out;
+  }
+
+  text(): string {
+    return this.pieces.join("");
+  }
+}
 
 /** Throws when scrubbing would grow a text by more than MAX_GROWTH characters. */
 function tooLong(growth: number): void {
