@@ -109,7 +109,7 @@ export class ReleasedValues {
   /**
    * the values searched by regex, each also as a long one is (src/vault/longValues.ts): what a
    * search falls back on when text that repeats a value would make the regexes read each
-   * occurrence whole from every place inside the ones before it (settledMatches); null when stale
+   * occurrence whole from every place inside the ones before it (matchesOf); null when stale
    */
   private linear: LongValue[] | null = null;
   /** whether some value has a space (which form encoding writes as "+") */
