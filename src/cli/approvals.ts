@@ -132,9 +132,9 @@ export async function approvalsCommand(name: ApprovalsCommandName, args: string[
   try {
     return await dispatch(name, args);
   } catch (e) {
-    if (e instanceof UsageError || e instanceof PassphraseError || e instanceof KeyringMissingError) {
-      return fail(EXIT_USAGE, e.message);
-    }
+    if (e instanceof UsageError || e instanceof PassphraseError) return fail(EXIT_USAGE, e.message);
+    // named by the command, as vault's, unlock's and audit's are (its sentence names none)
+    if (e instanceof KeyringMissingError) return fail(EXIT_USAGE, `${name}: ${e.message}`);
     // A wrong passphrase, a keyring whose parts were changed, an approver key that is not the
     // pinned one: a check failed (README).
     if (

@@ -45,7 +45,9 @@ export async function passkeyCommand(
   try {
     return run(args, ctx);
   } catch (e) {
-    if (e instanceof UsageError || e instanceof KeyringMissingError) return fail(EXIT_USAGE, e.message);
+    if (e instanceof UsageError) return fail(EXIT_USAGE, e.message);
+    // named by the command, as vault's, unlock's and audit's are (its sentence names none)
+    if (e instanceof KeyringMissingError) return fail(EXIT_USAGE, `passkey: ${e.message}`);
     if (e instanceof PasskeyError) {
       // the message may hold an id as typed: printed inert
       return fail(
