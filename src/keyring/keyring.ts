@@ -24,7 +24,7 @@ import { takeOwnedLock } from "../util/ownedLock.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import { approverKeyId, type DecisionSigner, mintSigner, newApproverKeyPair } from "./approver.js";
 import { KEYRING_FILE } from "./file.js";
-import { keyringOwnerOnly } from "./ownerOnly.js";
+import { type KeyringExposure, keyringOwnerOnly } from "./ownerOnly.js";
 import {
   auditKeyId,
   newX25519PrivateKey,
@@ -99,6 +99,20 @@ export class WrongPassphraseError extends KeyringError {
   override name = "WrongPassphraseError";
   constructor() {
     super("wrong passphrase: the keyring did not open");
+  }
+}
+/**
+ * A keyring others may read whose mode this user cannot change (ownerOnly.ts): not used. Not
+ * damaged: `fix` says what makes it usable (doctor's next step).
+ */
+export class KeyringExposedError extends KeyringError {
+  override name = "KeyringExposedError";
+  readonly problem: string;
+  readonly fix: string;
+  constructor(exposure: KeyringExposure) {
+    super(exposure.message);
+    this.problem = exposure.problem;
+    this.fix = exposure.fix;
   }
 }
 export class KeyringDamagedError extends KeyringError {
@@ -345,16 +359,20 @@ const MAX_KEYRING_BYTES = 64 * 1024;
 function readKeyringText(stateDir: string): string | null {
   const path = keyringPath(stateDir);
   try {
-    let mode = 0o600;
+    let st = { mode: 0o600, uid: 0 };
     const text = readSmallFile(path, MAX_KEYRING_BYTES, "a keyring", {
-      refuse: (st) => {
-        mode = st.mode;
+      refuse: (read) => {
+        st = { mode: read.mode, uid: read.uid };
         return null;
       },
     });
     // its mode as the file read has it; made 0600 again, saying so when it holds keys (a damaged
-    // one, refused next in its own sentence, holds none to guess at: ownerOnly.ts)
-    if ((mode & 0o077) !== 0) keyringOwnerOnly(path, mode, holdsKeys(text, path));
+    // one, refused next in its own sentence, holds none to guess at), and refused when it cannot
+    // be: ownerOnly.ts
+    if ((st.mode & 0o077) !== 0) {
+      const exposed = keyringOwnerOnly(path, st, holdsKeys(text, path));
+      if (exposed) throw new KeyringExposedError(exposed);
+    }
     return text;
   } catch (err) {
     if (!(err instanceof SmallFileError)) throw err;

@@ -12,7 +12,7 @@ import { readConsoleAddress } from "../console/address.js";
 import { listGateways } from "../gateway/registry.js";
 import { lockHolders } from "../identity/proc.js";
 import { foreignProc, OWN_PROC_FIX } from "../identity/procRead.js";
-import { KeyringError, keyringPath, loadPublicKeyring } from "../keyring/keyring.js";
+import { KeyringError, KeyringExposedError, keyringPath, loadPublicKeyring } from "../keyring/keyring.js";
 import { missingSchema, openStore, type Store, StoreError, storeFailure } from "../store/db.js";
 import { quotedCommand, STORE_FILE, stateDirPath } from "../store/stateDir.js";
 import { storeAdvice } from "../store/storeAdvice.js";
@@ -488,14 +488,18 @@ function keyringFinding(stateDir: string, findings: Finding[]): boolean {
     const closed = closedDirectory(path);
     findings.push({
       ok: false,
-      what: e.message,
+      what: e instanceof KeyringExposedError ? e.problem : e.message,
       // one this user may not read is not damaged: restoring it from a backup was wrong advice;
       // and when a directory on its way is what refuses, that directory's owner is the one
-      next: closed
-        ? `run portcullis as the user ${closed.dir} belongs to (ls -ld ${shellWord(closed.dir)} shows who), or give a state directory of your own: nothing says the keyring in it is damaged`
-        : mayNotRead(path)
-          ? `run portcullis as the user ${path} belongs to (ls -l ${shellWord(path)} shows who): a keyring is for its owner's eyes only, and nothing says this one is damaged`
-          : `restore ${path} from a backup (a new keyring cannot read the audit log sealed to this one; to start over, move the state directory aside and run 'portcullis init')`,
+      // one others may read, which this user cannot make 0600, says what makes it usable itself
+      next:
+        e instanceof KeyringExposedError
+          ? e.fix
+          : closed
+            ? `run portcullis as the user ${closed.dir} belongs to (ls -ld ${shellWord(closed.dir)} shows who), or give a state directory of your own: nothing says the keyring in it is damaged`
+            : mayNotRead(path)
+              ? `run portcullis as the user ${path} belongs to (ls -l ${shellWord(path)} shows who): a keyring is for its owner's eyes only, and nothing says this one is damaged`
+              : `restore ${path} from a backup (a new keyring cannot read the audit log sealed to this one; to start over, move the state directory aside and run 'portcullis init')`,
     });
     return false;
   }
