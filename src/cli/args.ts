@@ -76,7 +76,7 @@ function refusal(e: unknown, command: string, args: string[], options: Options):
   const code = (e as { code?: unknown }).code;
   const message = e instanceof Error ? e.message : "";
   if (code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL")
-    return unexpectedArguments(Math.max(1, positionalCount(args, options)));
+    return `${unexpectedArguments(Math.max(1, positionalCount(args, options)))}${afterTerminator(args)}`;
   // node names an option with a short alias as '-h, --help' (`--help=x`): the long name is shown,
   // as for any other option, not "an option (not shown …)"
   const flag = flagName(/'(-[^']*)'/.exec(message)?.[1]?.replace(/^-[A-Za-z], (?=--)/, ""));
@@ -97,6 +97,17 @@ function refusal(e: unknown, command: string, args: string[], options: Options):
     return `${flag} has a value it does not take`;
   }
   return "cannot read the arguments";
+}
+
+/**
+ * What an unexpected word after `--` is: an operand, as everything after it is (POSIX), even one
+ * that reads as an option (`vault -- list --json`); said so, with where options go. Empty when no
+ * word after a `--` reads as an option (nothing is shown of the words either way).
+ */
+function afterTerminator(args: string[]): string {
+  const end = args.indexOf("--");
+  if (end === -1 || !args.slice(end + 1).some((a) => readsAsFlag(a.replace(/=.*$/s, "")))) return "";
+  return "; every word after '--' is an operand, never an option: give the options before it";
 }
 
 /**
@@ -230,7 +241,11 @@ export function unknownSubcommand(group: string, word: string, subcommands: read
  * parser reads their whole line). `options` holds every option of the group's subcommands, so that
  * one taking a value keeps it (`audit --file F verify`); an option none of them has, or one given
  * wrong, is refused here as the group's parser refuses it, naming it only when it reads as one.
- * Null when no subcommand follows the options (`vault --json`): the group then asks for one.
+ * A `--` before the subcommand ends the options, as everywhere (POSIX): the word after it is the
+ * subcommand, and every word after that stays an operand (`vault --json -- list` is `vault list
+ * --json --`, read as catalog's and passkey's one parser reads it; it was refused as an
+ * unexpected argument). Null when no subcommand follows the options (`vault --json`, `vault --`):
+ * the group then asks for one.
  */
 export function subcommandFirst(group: string, args: string[], options: Options): string[] | null {
   if (!args[0]?.startsWith("-")) return args;
@@ -241,11 +256,14 @@ export function subcommandFirst(group: string, args: string[], options: Options)
     tokens = [];
   }
   const first = tokens.find((t) => t.kind !== "option");
-  const at = first?.kind === "positional" ? first.index : -1;
+  const end = first?.kind === "option-terminator" ? first.index : -1;
+  const at = first?.kind === "positional" ? first.index : end !== -1 && end + 1 < args.length ? end + 1 : -1;
   // the options before it, through the shared parser: an unknown one is refused by its name
-  parse(group, at === -1 ? args : args.slice(0, at), options, false);
+  const before = end !== -1 ? args.slice(0, end) : at === -1 ? args : args.slice(0, at);
+  parse(group, before, options, false);
   if (at === -1) return null;
-  return [args[at]!, ...args.slice(0, at), ...args.slice(at + 1)];
+  // after a `--`, what follows the subcommand is still after one: operands, not options
+  return [args[at]!, ...before, ...(end !== -1 ? ["--"] : []), ...args.slice(at + 1)];
 }
 
 /**

@@ -82,7 +82,8 @@ function withStateDir(
     );
     if (given.length > 1) throw new UsageError(`${name}: ${repeated("--state-dir")}.`);
     let flag: string | undefined;
-    for (let i = 0; i < rest.length; i++) {
+    // only before a `--`: what follows it is operands, as the count above has it (POSIX)
+    for (let i = 0; i < (end === -1 ? rest.length : end); i++) {
       const a = rest[i]!;
       if (a === "--state-dir") {
         flag = rest[i + 1];
