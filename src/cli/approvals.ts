@@ -433,7 +433,12 @@ async function decideNext(
   verbose: boolean,
 ): Promise<number> {
   const picked = nextDecidable(db, stateDir);
-  if (!picked) return fail(EXIT_USAGE, nothingToDecide(db, stateDir));
+  // named by the command, as its other refusals are ("portcullis approve --next: …")
+  if (!picked)
+    return fail(
+      EXIT_USAGE,
+      `${choice === "deny" ? "deny" : "approve"} --next: ${nothingToDecide(db, stateDir)}`,
+    );
   const req = picked.req;
   // without a choice and without a terminal to ask on: refused before the review is printed (a
   // script would get a review on stdout for a command that failed)

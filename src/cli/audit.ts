@@ -183,6 +183,12 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
       said(`portcullis audit: ${err.message}.`);
       return 1;
     }
+    // a subcommand's own usage error ("verify: …") is named by it, as vault's and catalog's are
+    // ("portcullis audit verify: …", not "portcullis audit: verify: …")
+    if (err instanceof UsageError && SUBCOMMAND_NAMED.test(err.message)) {
+      said(`${failureLine(`audit ${err.message}`)}.`);
+      return 2;
+    }
     if (
       err instanceof UsageError ||
       err instanceof KeyringError ||
@@ -195,6 +201,9 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
     throw err;
   }
 }
+
+/** A usage error's message that starts with the subcommand it is about ("verify: …"). */
+const SUBCOMMAND_NAMED = new RegExp(`^(?:${AUDIT_SUBCOMMANDS.join("|")}): `);
 
 interface Opts {
   help: boolean;
@@ -238,7 +247,7 @@ function parse(sub: string, rest: string[]): Opts {
     // "portcullis audit: ", so the sentence keeps only SUB; and its final period goes, as the
     // line's ending adds its own
     const said = (err as Error).message.replace(/^audit /, "").replace(/\.$/, "");
-    throw new UsageError(said.includes("--help") ? said : `${said}; see portcullis audit --help`);
+    throw new UsageError(said.includes("--help") ? said : `${said}; see 'portcullis audit --help'`);
   }
   const v = parsed.values as { help?: boolean; json?: boolean; file?: string; checkpoint?: string };
   const opts: Opts = { help: v.help === true, json: v.json === true, file: v.file, checkpoint: v.checkpoint };
@@ -257,7 +266,7 @@ function parse(sub: string, rest: string[]): Opts {
     if (seq !== undefined && extra === undefined && /^0[0-9]/.test(seq))
       throw new UsageError(`show: ${leadingZero("SEQ", "number")}`);
     if (seq === undefined || extra !== undefined || !/^[1-9][0-9]*$/.test(seq)) {
-      throw new UsageError("show takes one record number (SEQ ≥ 1)");
+      throw new UsageError("show: takes one record number (SEQ ≥ 1)");
     }
     // Past 2^53 a Number is no longer the integer typed (99999999999999999999 would become
     // 100000000000000000000): refused, naming the number as given. Only digits get here.

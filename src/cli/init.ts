@@ -31,9 +31,9 @@ honour only decisions signed by the approver key pinned in the audit chain (init
 writes that pin). Reading the audit (portcullis audit sessions|activity|show) and
 deciding need the passphrase. An existing keyring is never overwritten. keyring.json is
 mode 0600 (back it up with the state directory; a copy restored readable by others is made 0600
-again by the next command that reads it, which says so on stderr). The state directory is
-made mode 0700; an existing one others may read is made 0700 when it is empty,
-and refused (with the chmod to run) when it holds other files. init is all or nothing: when
+again by the next command that reads it, which says so on stderr, and refused when that user
+cannot make it 0600). The state directory is made mode 0700; an existing one others may read
+is made 0700 when it is empty, and refused (with the chmod to run) when it holds other files. init is all or nothing: when
 the store cannot be used, the pin cannot be written or init is interrupted (Ctrl-C, SIGTERM,
 SIGHUP), no keyring is left behind; nor is a state directory init made (one that was there stays).
 

@@ -91,13 +91,16 @@ function targets(name: "wrap" | "unwrap", arg: string | undefined, cwd: string):
   if (arg === undefined || (HOSTS as readonly string[]).includes(arg)) {
     const files = hostFiles((arg ?? "claude-code") as HostName, cwd).filter((f) => existsSync(f.file));
     if (files.length === 0)
+      // named by the command, as its other refusals are, with what else it takes
       throw new UsageError(
-        `no ${arg ?? "claude-code"} configuration found (looked in ${hostFiles(
+        `${name}: no ${arg ?? "claude-code"} configuration found (looked in ${hostFiles(
           (arg ?? "claude-code") as HostName,
           cwd,
         )
           .map((f) => f.file)
-          .join(", ")}).`,
+          .join(
+            ", ",
+          )}); ${name} takes ${TAKES}${name === "wrap" ? "; nothing was written" : "; nothing was restored"}.`,
       );
     return files;
   }

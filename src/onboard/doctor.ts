@@ -520,10 +520,13 @@ function mayNotRead(path: string): boolean {
 
 /** The console's live address (its owner process checked), or "not running". */
 function consoleLine(stateDir: string | null): string {
-  const live = stateDir ? readConsoleAddress(stateDir) : null;
+  // no state directory (missing, or not one): 'portcullis console' would start on the default
+  // one, or fail on this one; the findings say what to set up first
+  if (stateDir === null) return "not running (no state directory to run on: see the findings)";
+  const live = readConsoleAddress(stateDir);
   return live
     ? `${live.url} (pid ${live.pid})`
-    : `not running (${quotedCommand("console", stateDir ?? undefined)} starts it)`;
+    : `not running (${quotedCommand("console", stateDir)} starts it)`;
 }
 
 /** The SQLite library the store uses, asked of an in-memory database (no state needed). */

@@ -117,7 +117,7 @@ describe("portcullis approve --next / deny --next", () => {
       env: passphraseEnv(),
     });
     expect(none.code).toBe(2);
-    expect(none.stderr.trim()).toBe("portcullis: no approval request is pending.");
+    expect(none.stderr.trim()).toBe("portcullis approve --next: no approval request is pending.");
 
     const seen = new Set<string>();
     const first = gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "S-1", delta: 1 } });

@@ -19,8 +19,8 @@ describe("audit's sentences", () => {
       expect(r.code, r.stderr).toBe(2);
       return r.stderr;
     };
-    expect(await said(["show"])).toBe("portcullis audit: show takes one record number (SEQ ≥ 1).\n");
-    expect(await said(["show", "x"])).toBe("portcullis audit: show takes one record number (SEQ ≥ 1).\n");
+    expect(await said(["show"])).toBe("portcullis audit show: takes one record number (SEQ ≥ 1).\n");
+    expect(await said(["show", "x"])).toBe("portcullis audit show: takes one record number (SEQ ≥ 1).\n");
     expect(await said(["bogus"])).toBe(
       "portcullis audit: unknown subcommand \"bogus\"; use verify, export, checkpoint, sessions, activity or show ('portcullis audit --help' says what each does).\n",
     );

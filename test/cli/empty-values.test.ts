@@ -75,7 +75,7 @@ describe("an empty value", () => {
       const r = await runCli(["audit", "verify", `--${flag}=`, "--json"], { stateDir, input: "" });
       expect(r.code, flag).toBe(2);
       expect(r.stdout, flag).toBe("");
-      expect(r.stderr, flag).toBe(`portcullis audit: verify: --${flag} is empty; give ${said}.\n`);
+      expect(r.stderr, flag).toBe(`portcullis audit verify: --${flag} is empty; give ${said}.\n`);
     }
   });
 });

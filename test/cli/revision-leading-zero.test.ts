@@ -57,11 +57,11 @@ describe("a number written with a leading zero", () => {
       const r = await runCli(["audit", "show", seq], { stateDir });
       expect(r.code, seq).toBe(2);
       expect(r.stderr, seq).toBe(
-        "portcullis audit: show: SEQ is written with a leading zero; write the number without it.\n",
+        "portcullis audit show: SEQ is written with a leading zero; write the number without it.\n",
       );
     }
     // a number that is none is still refused with the sentence for it
     const none = await runCli(["audit", "show", "x"], { stateDir });
-    expect(none.stderr).toBe("portcullis audit: show takes one record number (SEQ ≥ 1).\n");
+    expect(none.stderr).toBe("portcullis audit show: takes one record number (SEQ ≥ 1).\n");
   });
 });

@@ -222,11 +222,11 @@ describe("--state-dir given twice", () => {
     const audit = await runCli(["audit", "verify", "--file", "a", "--file", "b"], { stateDir });
     expect(audit.code).toBe(2);
     expect(audit.stderr).toBe(
-      "portcullis audit: verify: --file is given more than once; give it once; see portcullis audit --help.\n",
+      "portcullis audit verify: --file is given more than once; give it once; see 'portcullis audit --help'.\n",
     );
     const needs = await runCli(["audit", "verify", "--file"], { stateDir });
     expect(needs.stderr).toBe(
-      "portcullis audit: verify: --file needs a value; see portcullis audit --help.\n",
+      "portcullis audit verify: --file needs a value; see 'portcullis audit --help'.\n",
     );
     const init = await runCli(["init", "word"], { stateDir });
     expect(init.code).toBe(2);

@@ -38,7 +38,7 @@ const cases: [string[], string][] = [
   [["passkey", "rm"], "portcullis passkey rm: give the passkey ID (see 'portcullis passkey list')."],
   [
     ["audit", "verify", "--bogus"],
-    "portcullis audit: verify: unknown option --bogus ('portcullis audit verify --help' lists the options).",
+    "portcullis audit verify: unknown option --bogus ('portcullis audit verify --help' lists the options).",
   ],
 ];
 

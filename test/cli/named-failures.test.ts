@@ -1,0 +1,89 @@
+// A fresh user's walk through the command line found sentences that did not read as the rest:
+// - `approve --next` / `deny --next` with nothing pending said "portcullis: no approval request is
+//   pending." (every other refusal of theirs names the command: "portcullis approve --next: …");
+// - `wrap` / `unwrap` where the host has no configuration said "portcullis: no claude-code
+//   configuration found (…)", without the command or what else it takes (a host, or a file);
+// - audit's subcommands' usage errors read "portcullis audit: verify: …", where vault's and
+//   catalog's read "portcullis vault list: …", and "see portcullis audit --help" was the only
+//   command in such a sentence not in quotes;
+// - doctor on a state directory that does not exist offered "'portcullis console' starts it",
+//   a command that would start a console on the default state directory, not this one.
+// The real CLI, over pipes.
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { tempDir } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
+
+const TAKES =
+  "a host (claude-code, claude-desktop, cursor, vscode, codex) or the path of an existing host file (such as .mcp.json, .vscode/mcp.json or ~/.codex/config.toml)";
+
+describe("failures name their command", () => {
+  it("approve --next and deny --next with nothing pending", async () => {
+    const stateDir = newStateDir();
+    for (const [command, args] of [
+      ["approve", ["approve", "--next", "--for", "call"]],
+      ["deny", ["deny", "--next"]],
+    ] as const) {
+      const r = await runCli([...args], { stateDir, env: passphraseEnv() });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toBe(`portcullis ${command} --next: no approval request is pending.\n`);
+    }
+  });
+
+  it("wrap and unwrap where the host has no configuration: the command, where it looked, what else it takes", async () => {
+    const home = tempDir("portcullis-home-");
+    const cwd = tempDir("portcullis-cwd-");
+    for (const [command, nothing] of [
+      ["wrap", "nothing was written"],
+      ["unwrap", "nothing was restored"],
+    ] as const) {
+      const r = await runCli([command, "--state-dir", newStateDir()], {
+        cwd,
+        env: { HOME: home },
+        noTerminal: true,
+      });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toBe(
+        `portcullis ${command}: no claude-code configuration found (looked in ${join(cwd, ".mcp.json")}, ${join(home, ".claude.json")}); ${command} takes ${TAKES}; ${nothing}.\n`,
+      );
+    }
+  });
+
+  it("audit's subcommands, as vault's and catalog's: 'portcullis audit SUB: …'", async () => {
+    const stateDir = newStateDir();
+    const cases: [string[], string][] = [
+      [
+        ["audit", "sessions", "--bogus"],
+        "portcullis audit sessions: unknown option --bogus ('portcullis audit sessions --help' lists the options).\n",
+      ],
+      [
+        ["audit", "sessions", "extra"],
+        "portcullis audit sessions: unexpected argument (1, not shown: a passphrase or a secret is never given on the command line); see 'portcullis audit --help'.\n",
+      ],
+      [["audit", "show"], "portcullis audit show: takes one record number (SEQ ≥ 1).\n"],
+      [
+        ["audit", "verify", "--file", ""],
+        "portcullis audit verify: --file is empty; give the export to verify, or leave the flag out to verify the state directory's log.\n",
+      ],
+    ];
+    for (const [args, said] of cases) {
+      const r = await runCli(args, { stateDir });
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr, args.join(" ")).toBe(said);
+    }
+    // the same sentences as vault's
+    const vault = await runCli(["vault", "list", "--bogus"], { stateDir });
+    expect(vault.stderr).toMatch(/^portcullis vault list: unknown option --bogus/);
+  });
+
+  it("doctor on a state directory that does not exist offers no console command for another one", async () => {
+    const missing = join(tempDir(), "no-such-state");
+    const r = await runCli(["doctor", "--json", "--state-dir", missing]);
+    expect(r.code, r.stderr).toBe(1);
+    const report = JSON.parse(r.stdout) as { console: string; findings: { what: string; next: string }[] };
+    expect(report.console).toBe("not running (no state directory to run on: see the findings)");
+    expect(report.findings.some((f) => f.what.includes("does not exist"))).toBe(true);
+  });
+});
