@@ -61,6 +61,26 @@ export function repeated(flag: string): string {
   return `${flag} is given more than once; give it once`;
 }
 
+/**
+ * The group's subcommand on a line one parser reads whole (`catalog`, `passkey`): its first word
+ * that is not an option or an option's value, when it is one of `subcommands`; else null. Its
+ * refusals then name it, as vault's and audit's do ("portcullis catalog show: …").
+ */
+export function givenSubcommand(
+  args: string[],
+  options: Options,
+  subcommands: readonly string[],
+): string | null {
+  try {
+    const { tokens } = parseArgs({ args, options, allowPositionals: true, strict: false, tokens: true });
+    const first = tokens.find((t) => t.kind === "positional");
+    const word = first?.kind === "positional" ? first.value : undefined;
+    return word !== undefined && subcommands.includes(word) ? word : null;
+  } catch {
+    return null;
+  }
+}
+
 /** How many words the command line holds that are not options or their values. */
 function positionalCount(args: string[], options: Options): number {
   try {

@@ -14,7 +14,7 @@ import { openStoreToRead } from "../store/db.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { printableJson } from "../util/printableJson.js";
 import { redactSchemaDefaults, redactText } from "../util/redact.js";
-import { labelArgument, leadingZero, parse, unknownSubcommand } from "./args.js";
+import { givenSubcommand, labelArgument, leadingZero, parse, unknownSubcommand } from "./args.js";
 import { missingSubcommand, UsageError } from "./errors.js";
 import { sayReadWithoutWriting } from "./readWithoutWriting.js";
 import { NOT_REPEATED, namesHere } from "./unnamed.js";
@@ -34,12 +34,15 @@ An option may come before the subcommand: 'catalog --json list LABEL' is 'catalo
 const CATALOG_SUBCOMMANDS = ["show", "diff", "list"] as const;
 
 export async function catalogCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parse("catalog", args, {
+  const options = {
     json: { type: "boolean" },
     revision: { type: "string" },
     "state-dir": { type: "string" },
     help: { type: "boolean", short: "h" },
-  });
+  } as const;
+  // a refusal names the subcommand it is about, as vault's and audit's do
+  const named = givenSubcommand(args, options, CATALOG_SUBCOMMANDS);
+  const { values, positionals } = parse(named ? `catalog ${named}` : "catalog", args, options);
   if (values.help || positionals.length === 0) {
     process.stdout.write(`${CATALOG_HELP}\n`);
     if (!values.help) missingSubcommand("catalog", CATALOG_SUBCOMMANDS);

@@ -8,7 +8,7 @@ import { KeyringMissingError } from "../keyring/keyring.js";
 import { openExistingStore, openStoreToRead, type Store } from "../store/db.js";
 import { quotedCommand } from "../store/stateDir.js";
 import { printableJson } from "../util/printableJson.js";
-import { parse, unknownSubcommand } from "./args.js";
+import { givenSubcommand, parse, unknownSubcommand } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, missingSubcommand, UsageError } from "./errors.js";
 import { failureLine } from "./failureLine.js";
 import { sayReadWithoutWriting } from "./readWithoutWriting.js";
@@ -83,7 +83,10 @@ function idAfterRm(args: string[]): string[] {
  * flag is said before a missing state directory is; the usage errors' hints name `ctx.hint`.
  */
 function run(args: string[], ctx: { stateDir: string; hint: string | undefined }): number {
-  const { values, positionals } = parse("passkey", idAfterRm(args), OPTIONS);
+  // a refusal names the subcommand it is about, as vault's and audit's do
+  const words = idAfterRm(args);
+  const named = givenSubcommand(words, OPTIONS, PASSKEY_SUBCOMMANDS);
+  const { values, positionals } = parse(named ? `passkey ${named}` : "passkey", words, OPTIONS);
   if (values.help || positionals.length === 0) {
     process.stdout.write(`${PASSKEY_HELP}\n`);
     if (!values.help) missingSubcommand("passkey", PASSKEY_SUBCOMMANDS);

@@ -6,6 +6,8 @@
 // - audit's subcommands' usage errors read "portcullis audit: verify: …", where vault's and
 //   catalog's read "portcullis vault list: …", and "see portcullis audit --help" was the only
 //   command in such a sentence not in quotes;
+// - catalog's and passkey's option refusals named the group only ("portcullis catalog: unknown
+//   option …"), where vault's and audit's name the subcommand;
 // - doctor on a state directory that does not exist offered "'portcullis console' starts it",
 //   a command that would start a console on the default state directory, not this one.
 // The real CLI, over pipes.
@@ -76,6 +78,45 @@ describe("failures name their command", () => {
     // the same sentences as vault's
     const vault = await runCli(["vault", "list", "--bogus"], { stateDir });
     expect(vault.stderr).toMatch(/^portcullis vault list: unknown option --bogus/);
+  });
+
+  it("catalog's and passkey's option refusals name the subcommand, as vault's and audit's do", async () => {
+    const stateDir = newStateDir();
+    const cases: [string[], string][] = [
+      [
+        ["catalog", "list", "web", "--bogus"],
+        "portcullis catalog list: unknown option --bogus ('portcullis catalog list --help' lists the options).\n",
+      ],
+      [["catalog", "show", "web", "--revision"], "portcullis catalog show: --revision needs a value.\n"],
+      [
+        ["catalog", "--json", "--bogus", "diff", "web"],
+        "portcullis catalog diff: unknown option --bogus ('portcullis catalog diff --help' lists the options).\n",
+      ],
+      [
+        ["passkey", "list", "--bogus"],
+        "portcullis passkey list: unknown option --bogus ('portcullis passkey list --help' lists the options).\n",
+      ],
+      [["passkey", "list", "--json=1"], "portcullis passkey list: --json takes no value.\n"],
+      // no subcommand given: the group, as before
+      [
+        ["catalog", "--bogus"],
+        "portcullis catalog: unknown option --bogus ('portcullis catalog --help' lists the options).\n",
+      ],
+    ];
+    for (const [args, said] of cases) {
+      const r = await runCli(args, { stateDir });
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr, args.join(" ")).toBe(said);
+    }
+    // the help each points to is there
+    for (const args of [
+      ["catalog", "list", "--help"],
+      ["passkey", "list", "--help"],
+    ]) {
+      const help = await runCli(args, { stateDir });
+      expect(help.code, args.join(" ")).toBe(0);
+      expect(help.stdout).toMatch(/^usage: /);
+    }
   });
 
   it("doctor on a state directory that does not exist offers no console command for another one", async () => {

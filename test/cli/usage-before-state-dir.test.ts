@@ -33,7 +33,7 @@ const cases: [string[], string][] = [
   ],
   [
     ["passkey", "list", "--bogus"],
-    "portcullis passkey: unknown option --bogus ('portcullis passkey --help' lists the options).",
+    "portcullis passkey list: unknown option --bogus ('portcullis passkey list --help' lists the options).",
   ],
   [["passkey", "rm"], "portcullis passkey rm: give the passkey ID (see 'portcullis passkey list')."],
   [
