@@ -2,6 +2,7 @@
 // process's file size limit, a read-only file): one line on stderr, once, so that its output
 // (--json included) stays on stdout as it always is, and the user knows the disk is full, what
 // the command did not do, and the one thing to do about it.
+import { safeText } from "../catalog/text.js";
 import { readWithoutWriting, type Store, type StoreError } from "../store/db.js";
 import { storeAdvice } from "../store/storeAdvice.js";
 
@@ -29,7 +30,11 @@ export function readWithoutWritingLine(command: string, why: StoreError, notDone
   if (notDone) parts.push(notDone);
   const gateways = gatewaysCannotWrite(why);
   if (gateways) parts.push(gateways);
-  return `portcullis ${command}: ${why.message} ${parts.join("; ")}. To fix it: ${storeAdvice(why)}.`;
+  // written by the commands themselves (not by the command line's reportFailure, which escapes):
+  // the store's path is in the state directory, whose name may hold a control character
+  return safeText(
+    `portcullis ${command}: ${why.message} ${parts.join("; ")}. To fix it: ${storeAdvice(why)}.`,
+  );
 }
 
 /** Says readWithoutWritingLine on stderr when openStoreToRead gave `db` read-only; nothing otherwise. */
