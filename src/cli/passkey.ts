@@ -74,6 +74,9 @@ function idAfterRm(args: string[]): string[] {
   const at = args.indexOf("rm");
   const id = args[at + 1];
   if (at === -1 || id === undefined || !id.startsWith("-") || id === "--") return args;
+  // after a `--` already (`passkey -- rm -rX9…`): an operand as it is; a second `--` made it one
+  const end = args.indexOf("--");
+  if (end !== -1 && end < at) return args;
   if (/^(?:-h|--help|--json|--state-dir)(?:=|$)/.test(id)) return args;
   return [...args.slice(0, at + 1), ...args.slice(at + 2), "--", id];
 }

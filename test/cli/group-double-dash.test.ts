@@ -86,6 +86,20 @@ describe("'--' in a command group", () => {
     }
   });
 
+  it("passkey rm's ID that starts with '-', after a '--' before the subcommand, is the ID", async () => {
+    const stateDir = newStateDir();
+    // no passkey is registered: each form is refused as an ID that names none (not as a missing ID)
+    for (const args of [
+      ["passkey", "rm", "-rX9abcdef"],
+      ["passkey", "rm", "--", "-rX9abcdef"],
+      ["passkey", "--", "rm", "-rX9abcdef"],
+    ]) {
+      const r = await runCli(args, { stateDir });
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr, args.join(" ")).toMatch(/^portcullis passkey: there is no passkey with that ID/);
+    }
+  });
+
   it("--state-dir after '--' is an operand, not the state directory", async () => {
     const stateDir = newStateDir();
     // read as the flag, this lists the (empty) sessions of the state directory it names
