@@ -300,7 +300,7 @@ main(argv).then(
     process.exit(code);
   },
   async (e: unknown) => {
-    process.exitCode = await reportFailure(e);
+    process.exitCode = await reportFailure(e, argv[0]);
     // Exit now, as on success: a command that failed may have left handles open (a gateway
     // whose server could not be launched was already reading its client's input), and a host
     // waiting on it must see it end, not wait for its own timeout.
@@ -361,7 +361,7 @@ function outputFailed(e: NodeJS.ErrnoException): never {
 }
 
 /** Writes what went wrong as the user needs it and returns the exit code. */
-async function reportFailure(e: unknown): Promise<number> {
+async function reportFailure(e: unknown, command: string | undefined): Promise<number> {
   // The sentences quote what they refuse: a key of portcullis.json, a server key of a host file
   // (a project's files come with a cloned repository), a path. A character a terminal would act
   // on (ESC starting a sequence, a bidi override) is written as an escape, not sent to it.
@@ -369,6 +369,18 @@ async function reportFailure(e: unknown): Promise<number> {
   const { safeText } = await import("../catalog/text.js");
   const { reportInternalError, scrubReleased } = await import("./lastResort.js");
   const { failureLine } = await import("./failureLine.js");
+  // A state directory's or a store's sentence ("no state directory at …", "the store … cannot be
+  // written") names no command: it is shared by every command that reads state. It is named by
+  // the command that failed ("portcullis status: …", "portcullis vault: …"), as every other
+  // failure is, when that is one of the command line's (not an internal one's, nor a mistyped
+  // word's) and the sentence names none itself.
+  const stateSentence = (sentence: string) =>
+    command === undefined ||
+    command.startsWith("__") ||
+    !Object.hasOwn(commands, command) ||
+    !failureLine(sentence).startsWith("portcullis: ")
+      ? sentence
+      : `${command}: ${sentence}`;
   const write = (sentence: string) =>
     // scrubbed again once escaped: an escape (`\u001b`) may spell a value holding such text anew
     process.stderr.write(`${scrubReleased(safeText(scrubReleased(failureLine(sentence))))}\n`);
@@ -376,15 +388,14 @@ async function reportFailure(e: unknown): Promise<number> {
     // The input or the environment is wrong (a damaged store or keyring included, no terminal
     // to ask a passphrase on): one sentence, exit 2.
     if (e instanceof StoreError) {
-      write(await withAdvice(e));
+      write(stateSentence(await withAdvice(e)));
       return EXIT_USAGE;
     }
-    if (
-      e instanceof UsageError ||
-      e instanceof ConfigError ||
-      e instanceof StateDirError ||
-      e instanceof PassphraseError
-    ) {
+    if (e instanceof StateDirError) {
+      write(stateSentence(e.message));
+      return EXIT_USAGE;
+    }
+    if (e instanceof UsageError || e instanceof ConfigError || e instanceof PassphraseError) {
       write(e.message);
       return EXIT_USAGE;
     }
@@ -397,7 +408,7 @@ async function reportFailure(e: unknown): Promise<number> {
     // disk full, made read-only): the same sentence as a failure to open it, exit 2.
     const store = await storeFailure(e);
     if (store) {
-      write(await withAdvice(store));
+      write(stateSentence(await withAdvice(store)));
       return EXIT_USAGE;
     }
     // scrubbed of released values and redacted (src/cli/lastResort.ts): its message may quote them

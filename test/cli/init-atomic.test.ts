@@ -31,7 +31,7 @@ describe("portcullis init is all or nothing", () => {
     mkdirSync(stateDir, { mode: 0o700 });
     const db = join(stateDir, "portcullis.db");
     mkdirSync(db); // a directory in the store's place
-    oneSentence(await init(stateDir), new RegExp(`^portcullis: the store ${db} cannot be opened`));
+    oneSentence(await init(stateDir), new RegExp(`^portcullis init: the store ${db} cannot be opened`));
     expect(existsSync(join(stateDir, "keyring.json"))).toBe(false);
 
     rmdirSync(db);

@@ -8,9 +8,12 @@
 //   command in such a sentence not in quotes;
 // - catalog's and passkey's option refusals named the group only ("portcullis catalog: unknown
 //   option …"), where vault's and audit's name the subcommand;
+// - a missing state directory, a store that cannot be used: "portcullis: no state directory at
+//   …", the one sentence a first command meets, named by no command (main.ts reportFailure);
 // - doctor on a state directory that does not exist offered "'portcullis console' starts it",
 //   a command that would start a console on the default state directory, not this one.
 // The real CLI, over pipes.
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../helpers/files.js";
@@ -116,6 +119,37 @@ describe("failures name their command", () => {
       const help = await runCli(args, { stateDir });
       expect(help.code, args.join(" ")).toBe(0);
       expect(help.stdout).toMatch(/^usage: /);
+    }
+  });
+
+  it("a missing state directory and a store that cannot be used are named by the command that met them", async () => {
+    const missing = join(tempDir(), "no-such-state");
+    for (const [name, args] of [
+      ["status", ["status"]],
+      ["approvals", ["approvals"]],
+      ["vault", ["vault", "list"]],
+      ["audit", ["audit", "verify"]],
+      ["egress", ["egress"]],
+    ] as const) {
+      const r = await runCli([...args, "--state-dir", missing]);
+      expect(r.code, name).toBe(2);
+      expect(r.stderr, name).toMatch(
+        new RegExp(`^portcullis ${name}: no state directory at ${missing}: nothing was created\\.`),
+      );
+    }
+    // a store that is not one: the same sentence, named by each command
+    const stateDir = newStateDir();
+    writeFileSync(join(stateDir, "portcullis.db"), "not a database\n".repeat(100));
+    for (const [name, args] of [
+      ["grants", ["grants"]],
+      ["catalog", ["catalog", "list", "web"]],
+      ["run", ["run", "--label", "x", "--", "true"]],
+    ] as const) {
+      const r = await runCli([...args], { stateDir });
+      expect(r.code, name).toBe(2);
+      expect(r.stderr, name).toMatch(
+        new RegExp(`^portcullis ${name}: the store .* is not a portcullis store`),
+      );
     }
   });
 

@@ -22,7 +22,7 @@ describe("a state directory that is not there", () => {
       expect(r.code).toBe(2);
       expect(r.stdout).not.toMatch(/already locked|vault locked|unlocked/);
       expect(r.stderr).toBe(
-        `portcullis: no state directory at ${missing}: nothing was created. A gateway started with another --state-dir or PORTCULLIS_HOME keeps its state elsewhere; give the same one here. To set up this one, run: portcullis init --state-dir ${missing}\n`,
+        `portcullis ${command}: no state directory at ${missing}: nothing was created. A gateway started with another --state-dir or PORTCULLIS_HOME keeps its state elsewhere; give the same one here. To set up this one, run: portcullis init --state-dir ${missing}\n`,
       );
     }
     expect(existsSync(missing)).toBe(false);
@@ -91,20 +91,23 @@ describe("a state directory that is not there", () => {
     const r = await runCli(["init"], { stateDir: file, env: passphraseEnv() });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(
-      new RegExp(`^portcullis: the state directory ${file} \\(from PORTCULLIS_HOME\\) is not a directory`),
+      new RegExp(
+        `^portcullis init: the state directory ${file} \\(from PORTCULLIS_HOME\\) is not a directory`,
+      ),
     );
     // where the path came from is said, with the fix
     const home = await runCli(["status"], { env: { PORTCULLIS_HOME: file } });
     expect(home.stderr).toBe(
-      `portcullis: the state directory ${file} (from PORTCULLIS_HOME) is not a directory: move that file aside, or give the state directory in use with --state-dir or PORTCULLIS_HOME.\n`,
+      `portcullis status: the state directory ${file} (from PORTCULLIS_HOME) is not a directory: move that file aside, or give the state directory in use with --state-dir or PORTCULLIS_HOME.\n`,
     );
     expect(r.stderr).not.toMatch(/internal error/);
   });
   it("an empty --state-dir (a variable that was not set) is refused, not taken as the default", async () => {
     const home = tempDir();
     const env = { ...passphraseEnv(), HOME: home, XDG_STATE_HOME: join(home, "xdg") };
-    const said =
-      "portcullis: --state-dir is empty; give a directory, or leave the flag out for the default.\n";
+    // named by the command, as every failure is
+    const said = (command: string) =>
+      `portcullis ${command}: --state-dir is empty; give a directory, or leave the flag out for the default.\n`;
     for (const args of [
       ["init", "--state-dir", ""],
       ["status", "--state-dir="],
@@ -115,7 +118,7 @@ describe("a state directory that is not there", () => {
     ]) {
       const r = await runCli(args, { env, cwd: home });
       expect(r.code, args.join(" ")).toBe(2);
-      expect(r.stderr).toBe(said);
+      expect(r.stderr).toBe(said(args[0]!));
     }
     expect(existsSync(join(home, "xdg"))).toBe(false);
     expect(existsSync(join(home, ".local"))).toBe(false);
@@ -130,7 +133,8 @@ describe("a state directory that is there but was never set up by init", () => {
   it("the commands that only read refuse it in one sentence naming it (exit 2) and create no store", async () => {
     const empty = join(tempDir(), "state");
     mkdirSync(empty, { mode: 0o700 });
-    const said = `portcullis: the state directory ${empty} has no keyring and no store (portcullis.db): nothing was created. A gateway started with another --state-dir or PORTCULLIS_HOME keeps its state elsewhere; give the same one here. To set up this one, run: portcullis init --state-dir ${empty}\n`;
+    const said = (command: string) =>
+      `portcullis ${command}: the state directory ${empty} has no keyring and no store (portcullis.db): nothing was created. A gateway started with another --state-dir or PORTCULLIS_HOME keeps its state elsewhere; give the same one here. To set up this one, run: portcullis init --state-dir ${empty}\n`;
     for (const args of [
       ["audit", "verify"],
       ["audit", "export"],
@@ -147,7 +151,7 @@ describe("a state directory that is there but was never set up by init", () => {
       const r = await runCli([...args, "--state-dir", empty]);
       expect(r.code, args.join(" ")).toBe(2);
       expect(r.stdout, args.join(" ")).toBe("");
-      expect(r.stderr, args.join(" ")).toBe(said);
+      expect(r.stderr, args.join(" ")).toBe(said(args[0]!));
       expect(readdirSync(empty), args.join(" ")).toEqual([]);
     }
     // once init has run, the same directory reads as an empty log

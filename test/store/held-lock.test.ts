@@ -344,7 +344,9 @@ describe("a store locked by another process while a call needs a human, or a com
       env: { ...passphraseEnv(), ...SHORT_BUSY },
     });
     expect(approve.code, approve.stderr).toBe(2);
-    expect(approve.stderr).toContain(`portcullis: the store ${stateDir}/portcullis.db ${LOCKED_SENTENCE}`);
+    expect(approve.stderr).toContain(
+      `portcullis approve: the store ${stateDir}/portcullis.db ${LOCKED_SENTENCE}`,
+    );
     expect(approve.stderr).not.toMatch(/internal error|SqliteError|\n\s+at /);
     await release();
 

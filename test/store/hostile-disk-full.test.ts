@@ -135,7 +135,9 @@ describe("commands on a full disk", () => {
     disk.fill();
 
     const db = join(stateDir, "portcullis.db");
-    const full = `portcullis: the store ${db} cannot be written: the disk is full. To fix it: free space on the file system that holds ${stateDir} (df -h ${stateDir} shows what is left).\n`;
+    // named by the command that failed (vault, run)
+    const full = (command: string) =>
+      `portcullis ${command}: the store ${db} cannot be written: the disk is full. To fix it: free space on the file system that holds ${stateDir} (df -h ${stateDir} shows what is left).\n`;
     for (const args of [
       ["vault", "set", "tok", "--from-stdin", "--deliver", "env"],
       ["vault", "rm", "tok"],
@@ -145,7 +147,7 @@ describe("commands on a full disk", () => {
       // was: "… its -shm file describes a write-ahead log that …-wal does not hold, as when the
       // -wal file is deleted …; what was only in the deleted file is lost", with advice to end
       // every portcullis process
-      expect({ args, stderr: r.stderr, code: r.code }).toEqual({ args, stderr: full, code: 2 });
+      expect({ args, stderr: r.stderr, code: r.code }).toEqual({ args, stderr: full(args[0]!), code: 2 });
     }
     const doctor = await runCli(["doctor", "--json"], { stateDir, env });
     const findings = (JSON.parse(doctor.stdout) as { findings: { ok: boolean; cause?: string }[] }).findings;

@@ -32,7 +32,7 @@ describe("a read-only store file in a writable directory", () => {
     const server = `require("node:fs").writeFileSync(${JSON.stringify(launched)}, "x")`;
     const r = await runCli(["run", "--label", "ro", "--", NODE, "-e", server], as);
     expect(r.stderr).toBe(
-      `portcullis: the store ${db} cannot be written (the file, or its directory, is read-only). To fix it: make it and its directory writable by their owner (chmod u+w ${db} ${stateDir}; on a read-only file system, remount it read-write).\n`,
+      `portcullis run: the store ${db} cannot be written (the file, or its directory, is read-only). To fix it: make it and its directory writable by their owner (chmod u+w ${db} ${stateDir}; on a read-only file system, remount it read-write).\n`,
     );
     expect(r.code).toBe(2);
     expect(existsSync(launched)).toBe(false);
