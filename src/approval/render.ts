@@ -29,6 +29,7 @@ import type { ActiveGrant } from "./grants.js";
 import { argumentsPartlyHidden } from "./hiddenArguments.js";
 import type { ApprovalRequest, PendingRequest, Review } from "./requests.js";
 import { notHonoured } from "./shownDecisions.js";
+import { toolParts } from "./toolParts.js";
 
 /**
  * A request as it may be printed (`approvals --json`): its arguments and execution record
@@ -287,7 +288,7 @@ export function renderReview(
   lines.push(...diffLines(r.catalog.rendered, r.catalog.diff !== undefined, "  "));
   lines.push("");
   lines.push("the tool as listed now:");
-  for (const l of r.tool.rendered.split("\n")) lines.push(`  ${t(l)}`);
+  lines.push(...toolLinesOf(r, t));
   lines.push(`  ${r.tool.fingerprint}`);
   const since = r.tool.sinceLastGrant;
   if (since) {
@@ -414,6 +415,32 @@ function capped(text: string, max: number, indent: string): string[] {
 }
 
 /**
+ * The tool as listed now, for the full review: each piece of the server's words says whose it is,
+ * its description's every line marked `│` (a line of it cannot pass for one of the review's own,
+ * an arguments block included), the review's inputs line and the inputs, as the schema gives them,
+ * under it. A rendering of another shape (toolParts) is marked whole.
+ */
+function toolLinesOf(r: Review, t: (s: string) => string): string[] {
+  const parts = toolParts(r.tool.rendered, r.tool.name);
+  if (!parts) {
+    return [
+      "    the server says, as the tool as listed:",
+      ...r.tool.rendered.split("\n").map((l) => `    │${l === "" ? "" : ` ${t(l)}`}`),
+    ];
+  }
+  const out = [`  ${displayName(r.tool.name)}`];
+  if (parts.title !== null) out.push(`    the server says, as its title: ${t(parts.title)}`);
+  if (parts.description.length > 0) {
+    out.push("    the server says, as its description:");
+    for (const l of parts.description) out.push(`    │${l === "" ? "" : ` ${t(l)}`}`);
+  }
+  out.push(`    ${parts.inputsLine}${parts.inputsValue !== null ? ` ${t(parts.inputsValue)}` : ""}`);
+  for (const l of parts.inputs) out.push(`      ${t(l)}`);
+  if (parts.hints !== null) out.push(`    hints from the server (shown, never trusted): ${t(parts.hints)}`);
+  return out;
+}
+
+/**
  * The review on one screen (about 20 lines for an ordinary request): who asks (host and
  * launcher), what changed (the execution record since the last approved epoch, the catalog diff
  * and its classification), the tool with its inputs, the arguments (redacted) and the credential
@@ -434,15 +461,25 @@ export function renderReviewCard(given: ApprovalRequest & ListedCalls): string {
     `  tool       ${displayName(r.tool.name)} on ${t(r.serverLabel)}  (${r.tool.mode === "per-call" ? "per-call: this call only" : "session: this run and epoch"})`,
   );
   lines.push(...lookAlikeWarning(r.tool.name));
-  // The tool as listed now: its title/description line and its inputs, with defaults and enums.
-  const toolLines = r.tool.rendered.split("\n").map(t);
-  const desc = toolLines.slice(1).find((l) => !/^\s*inputs/.test(l) && l.trim() !== "");
-  if (desc) lines.push(...capped(desc.length > 110 ? `${cutText(desc, 109)}…` : desc, 1, "             "));
-  const inputsAt = toolLines.findIndex((l) => /^\s*inputs/.test(l));
-  if (inputsAt !== -1) {
-    const inputs = toolLines.slice(inputsAt + 1).filter((l) => /^\s{4}/.test(l));
-    lines.push(`             ${toolLines[inputsAt]!.trim()}`);
-    lines.push(...capped(inputs.join("\n"), 5, "               "));
+  // The tool as listed now: the first line of its description, said to be the server's, and its
+  // inputs, with defaults and enums. Its parts are told apart from the end (toolParts): a
+  // description line reading "inputs:" once stood for the inputs heading here, and the lines
+  // after it, the server's, for the inputs.
+  const parts = toolParts(r.tool.rendered, r.tool.name);
+  if (!parts) {
+    lines.push("             the server says, as the tool as listed:");
+    lines.push(...capped(r.tool.rendered.split("\n").map(t).join("\n"), 3, "               "));
+  } else {
+    const said = parts.description.map(t).filter((l) => l.trim() !== "");
+    if (said.length > 0) {
+      const first = said[0]!.trim();
+      lines.push(`             the server says: ${first.length > 93 ? `${cutText(first, 92)}…` : first}`);
+      if (said.length > 1) lines.push(`               … ${said.length - 1} more line(s) of it: --verbose`);
+    }
+    lines.push(
+      `             ${parts.inputsLine}${parts.inputsValue !== null ? ` ${t(parts.inputsValue)}` : ""}`,
+    );
+    lines.push(...capped(parts.inputs.map(t).join("\n"), 5, "               "));
   }
   lines.push(`  epoch      ${r.epoch.current}`);
   lines.push(`             ${t(r.epoch.summary)}`);

@@ -33,6 +33,26 @@ export const CONSOLE_JS = `"use strict";
   } else if (document.querySelector('form[action="/login"]')) {
     try { localStorage.removeItem(KEY); } catch (e) {}
   }
+  // A capped box (serverText.ts: the server's words, an argument's value) scrolls; the note after
+  // it says so. The console writes the note wherever the text may not fit; here it shows exactly
+  // when the box does not show all of it, on load, after a swap, on resize and when a <details>
+  // around one opens.
+  window.portcullisMarkCut = function () {
+    var boxes = document.querySelectorAll("[data-capped]");
+    for (var i = 0; i < boxes.length; i++) {
+      var box = boxes[i];
+      var note = box.nextElementSibling;
+      if (!note || note.className !== "cut-note") continue;
+      var cut = box.scrollHeight > box.clientHeight + 1 || box.scrollWidth > box.clientWidth + 1;
+      var closed = box.closest("details:not([open])") !== null;
+      if (!closed) note.hidden = !cut;
+    }
+  };
+  function markSoon() { window.portcullisMarkCut(); }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", markSoon);
+  else markSoon();
+  window.addEventListener("resize", markSoon);
+  document.addEventListener("toggle", markSoon, true);
   document.addEventListener("submit", function (e) {
     var form = e.target;
     if (!form || !form.getAttribute || (form.getAttribute("method") || "").toLowerCase() !== "post") return;
@@ -147,6 +167,7 @@ export const CONSOLE_JS = `"use strict";
         // The pointer or the keyboard came to a control while the page was fetched: wait again.
         if (typing(now) || pointing(now)) { wanted = true; return refresh(); }
         now.replaceChildren.apply(now, Array.prototype.slice.call(next.childNodes));
+        window.portcullisMarkCut();
         clearNotice();
         settle(now);
         refresh();
@@ -202,6 +223,15 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: .1rem .6rem; ma
 .cls-expands { color: var(--expand); } .cls-narrows { color: var(--narrow); } .cls-cosmetic, .cls-unchanged { color: var(--cosmetic); }
 table { border-collapse: collapse; width: 100%; } th, td { text-align: left; vertical-align: top; padding: .2rem .4rem; border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
 .value { white-space: pre-wrap; overflow-wrap: anywhere; }
+/* the server's words (serverText.ts): framed, captioned as its claim, never in the card's heading
+   style, and capped at 8 lines of 12px/1.4 text, as an argument's value is, so neither can push
+   the arguments or the buttons out of view; the note after a box says when it does not all show */
+.capped { max-height: calc(8 * 1.4 * 12px); overflow: auto; }
+.server-says { margin: .3rem 0; padding: .25rem .5rem; border: 1px dashed var(--muted); border-radius: 4px; background: var(--bg); }
+.server-says figcaption { font-size: 12px; font-style: italic; color: var(--muted); text-transform: none; letter-spacing: normal; }
+.server-says pre.said { margin: .15rem 0 0; font-weight: 400; text-transform: none; letter-spacing: normal; }
+.cut-note { margin: .1rem 0 0; font-size: 12px; font-style: italic; font-weight: 600; color: var(--expand); }
+.inputs-line { margin: .2rem 0; }
 .decide { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin-top: .8rem; padding-top: .6rem; border-top: 1px solid var(--line); }
 form.inline { display: inline; }
 .decide form { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; }

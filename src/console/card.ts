@@ -12,8 +12,10 @@ import { hidden, publicRequest } from "../approval/render.js";
 import type { ApprovalRequest, PendingRequest, Review } from "../approval/requests.js";
 import type { ChainEntry } from "../approval/runs.js";
 import { notHonoured } from "../approval/shownDecisions.js";
+import { toolParts } from "../approval/toolParts.js";
 import {
   displayJson,
+  displayName,
   isPlainAscii,
   jsonText,
   mixedScriptNote,
@@ -23,8 +25,9 @@ import {
 import { writtenServerInfo } from "../identity/index.js";
 import { MAX_REASON } from "../util/cut.js";
 import { displayCommand } from "../util/redact.js";
-import { type Html, html, nameHtml, pre } from "./html.js";
+import { type Html, html, nameHtml } from "./html.js";
 import { type PasskeyDecisions, passkeyDecisionNote } from "./passkeyPages.js";
+import { cappedValue, serverSays } from "./serverText.js";
 
 function chainLine(e: ChainEntry): Html {
   return html`<li><code>pid ${e.pid}</code> ${e.executable ?? "(executable unknown)"}${
@@ -61,7 +64,7 @@ function remotePart(rec: Record<string, unknown> | null): Html | "" {
   return html`<dl class="remote" data-testid="remote">
       <dt>remote</dt><dd><code>${String(remote.url ?? "")}</code></dd>
       <dt>tls chain</dt><dd><code>${String(remote.certificateChainSha256 ?? "none (plain http)")}</code></dd>
-      <dt>serverInfo</dt><dd><code class="value">${displayJson(writtenServerInfo(remote) ?? "null", 300)}</code> (the server's own words)</dd>
+      <dt>serverInfo</dt><dd>${serverSays("its serverInfo (the server's own words)", displayJson(writtenServerInfo(remote) ?? "null", 300), "serverInfo")}</dd>
     </dl>`;
 }
 
@@ -81,8 +84,35 @@ function whatChanged(r: Review): Html {
     <p><strong>catalog revision ${r.catalog.revision}</strong>${
       r.catalog.lastApprovedRevision !== null ? html` (last approved: ${r.catalog.lastApprovedRevision})` : ""
     } ${cls ? html`<span class="cls cls-${cls}">${cls}</span>` : ""}</p>
-    <details ${cls === "expands" ? "open" : ""}><summary>catalog diff</summary>${pre(r.catalog.rendered, "diff")}</details>
+    <details ${cls === "expands" ? "open" : ""}><summary>catalog diff</summary>${serverSays(
+      "what changed in its catalog (each value in the diff is the server's)",
+      r.catalog.rendered,
+      "catalog-diff",
+    )}</details>
     </section>`;
+}
+
+/**
+ * The tool as the catalog lists it, each piece of the server's words in its own frame
+ * (serverText.ts); the gateway's own line about the inputs stands outside them. A rendering of
+ * another shape than renderTool's (toolParts) is framed whole as the server's.
+ */
+function toolText(r: Review): Html {
+  if (r.tool.rendered === `${displayName(r.tool.name)} (not in the current catalog)`)
+    return html`<p>(not in the current catalog)</p>`;
+  const parts = toolParts(r.tool.rendered, r.tool.name);
+  if (!parts) return serverSays("the tool as listed", r.tool.rendered, "tool");
+  return html`${parts.title !== null ? serverSays("the tool's title", parts.title, "title") : ""}${
+    parts.description.length > 0
+      ? serverSays("the tool's description", parts.description.join("\n"), "description")
+      : ""
+  }${
+    parts.inputsValue !== null
+      ? serverSays("the tool's input schema", parts.inputsValue, "inputs")
+      : parts.inputs.length > 0
+        ? serverSays(`the tool's ${parts.inputsLine.replace(/:$/, "")}`, parts.inputs.join("\n"), "inputs")
+        : html`<p class="inputs-line">${parts.inputsLine}</p>`
+  }${parts.hints !== null ? serverSays("its hints (shown, never trusted)", parts.hints, "hints") : ""}`;
 }
 
 function toolPart(r: Review): Html {
@@ -91,7 +121,7 @@ function toolPart(r: Review): Html {
     r.tool.mode === "per-call" ? "per-call (every call asks)" : "session"
   }</span></h3>
     ${isPlainAscii(r.tool.name) ? "" : html`<p class="error" data-testid="not-ascii-name">${NOT_ASCII_NOTE}</p>`}
-    ${pre(r.tool.rendered, "tool-text")}
+    ${toolText(r)}
     <p class="digest">${r.tool.fingerprint}</p>
     ${
       since
@@ -116,9 +146,9 @@ function argumentsPart(r: Review): Html {
         : html`<table><tbody>${r.arguments.map(
             (a) =>
               // as the terminal shows it: quoted when not plain, so `to` and `to\t` do not read alike
-              html`<tr><th>${nameHtml(a.name)}</th><td><code class="value">${
-                hidden(a) ? "(hidden)" : jsonText(a.value)
-              }</code>${mixedScript(a)}</td><td class="note">${a.note ?? ""}</td></tr>`,
+              html`<tr><th>${nameHtml(a.name)}</th><td>${
+                hidden(a) ? html`<code class="value">(hidden)</code>` : cappedValue(jsonText(a.value))
+              }${mixedScript(a)}</td><td class="note">${a.note ?? ""}</td></tr>`,
           )}</tbody></table>`
     }
     <p><strong>credential scopes</strong> ${

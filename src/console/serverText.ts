@@ -1,0 +1,64 @@
+/**
+ * Text the human did not get from the gateway, drawn so that it cannot pass for the gateway's own
+ * and cannot push the rest of the card out of view. A server writes its tool's title, description,
+ * inputs and hints, and its serverInfo, with any lines it likes: a description could draw an
+ * "Arguments" block of its own above the real one, or a thousand blank lines to push the real
+ * one and the decision buttons below the window. So each piece of it is framed, under a caption
+ * that says whose words they are ("The server says, as …"), in monospace and never in the card's
+ * heading style, and its height is capped: the box scrolls. The agent's argument values are
+ * capped the same way, so a huge one leaves every later argument's name on the card.
+ *
+ * Nothing in a box is ever hidden without a note saying so: the note under it ("(N lines; scroll to
+ * read all)") is written whenever the text may not fit (`mayOverflow`, a bound that holds even in
+ * the card's narrowest column), and the page's script (assets.ts) then shows it exactly when the
+ * box overflows, and hides it when all of it shows.
+ */
+import { type Html, html } from "./html.js";
+
+/** A box's height in lines of its 12px/1.4 monospace text (the stylesheet's `.capped`). */
+export const CAPPED_LINES = 8;
+/**
+ * Characters of a line that fit in the narrowest box the card draws (an argument's value column
+ * in a 300-pixel grid column, about 20 characters of 7.2 pixels): more wrap, so the note is written.
+ */
+const NARROWEST_CHARS = 16;
+
+/** Whether `text` may take more than CAPPED_LINES lines in the narrowest box. */
+export function mayOverflow(text: string): boolean {
+  let lines = 0;
+  for (const line of text.split("\n")) {
+    lines += Math.max(1, Math.ceil(line.length / NARROWEST_CHARS));
+    if (lines > CAPPED_LINES) return true;
+  }
+  return false;
+}
+
+/** The note under a capped box: how much it holds, and that it scrolls. */
+export function cutNote(text: string): string {
+  const lines = text.split("\n").length;
+  const size = lines > 1 ? `${lines} lines` : `${text.length} characters`;
+  return `(${size}; scroll to read all)`;
+}
+
+/**
+ * The note element: written shown when the text may not fit, hidden otherwise; the page's script
+ * shows it exactly when its box (the element before it) overflows.
+ */
+function noteAfter(text: string): Html {
+  return html`<p class="cut-note" data-testid="cut-note" ${mayOverflow(text) ? "" : "hidden"}>${cutNote(text)}</p>`;
+}
+
+/**
+ * One piece of the server's words: framed, captioned (`caption` names what the server gave as
+ * what: "its description"), capped in height. `kind` goes to `data-said` for tests and styles.
+ */
+export function serverSays(caption: string, text: string, kind: string): Html {
+  return html`<figure class="server-says" data-testid="server-text" data-said="${kind}">
+      <figcaption>The server says, as ${caption}:</figcaption>
+      <pre class="said capped" data-capped tabindex="0">${text}</pre>${noteAfter(text)}</figure>`;
+}
+
+/** An argument's value (`shown`: as the terminal writes it), capped in height with its note. */
+export function cappedValue(shown: string): Html {
+  return html`<div class="value-box capped" data-capped tabindex="0"><code class="value">${shown}</code></div>${noteAfter(shown)}`;
+}
