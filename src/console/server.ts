@@ -296,7 +296,9 @@ async function handle(
   const url = new URL(req.url ?? "/", `http://${host}`);
   if (method === "GET" && url.searchParams.has(TICKET_PARAM)) {
     req.resume();
-    return acceptTicket(res, url, port, ticket, req.headers.cookie);
+    // not touched: following a link is not a request of the session's
+    const live = app.sessions.fromCookie(cookieValues(req, sessionCookie(port)), false) !== null;
+    return acceptTicket(res, url, port, ticket, req.headers.cookie, live);
   }
   let params: string[] = [];
   const route = routes.find((r) => {

@@ -46,6 +46,7 @@ export function acceptTicket(
   port: number,
   ticket: string,
   cookies: string | undefined,
+  liveSession: boolean,
 ): void {
   if (sameToken(url.searchParams.get(TICKET_PARAM), ticket)) {
     // The link the human was given always reaches this process (its ticket is new each run, so
@@ -53,8 +54,14 @@ export function acceptTicket(
     // port left there goes, before the redirect's /login is read (a cached page or script of its
     // own would stand for the console's; assetPaths.ts), with anything it stored for this origin.
     // Only then: the proof key the console's own page keeps there (assets.ts) would go with every
-    // request link the human opens later, and a wrong ticket clears nothing.
-    if (!holdsTicket(cookies, port, ticket)) res.setHeader("Clear-Site-Data", '"cache", "storage"');
+    // request link the human opens later, and a wrong ticket clears nothing. And the storage, where
+    // that key is, only when the request brings no live session: a page on another port can drop
+    // the ticket cookie (cookies are shared by every port of the host) and send the human's tab to
+    // a ticketed link (the ticket is in console.json, which an agent running as the user reads),
+    // and the key of a live session would go with it, its held proof unusable until the human
+    // gives the passphrase again. Without a live session there is no held proof to lose.
+    if (!holdsTicket(cookies, port, ticket))
+      res.setHeader("Clear-Site-Data", liveSession ? '"cache"' : '"cache", "storage"');
     // The session cookie's attributes (handlers.ts), written here so that this module, which
     // address.ts and so every gateway loads, does not pull in the console's pages.
     res.setHeader("Set-Cookie", `${ticketCookie(port)}=${ticket}; HttpOnly; SameSite=Strict; Path=/`);
