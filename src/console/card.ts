@@ -27,7 +27,7 @@ import { MAX_REASON } from "../util/cut.js";
 import { displayCommand } from "../util/redact.js";
 import { type Html, html, nameHtml } from "./html.js";
 import { type PasskeyDecisions, passkeyDecisionNote } from "./passkeyPages.js";
-import { cappedValue, serverSays } from "./serverText.js";
+import { cappedValue, quotingServer, serverSays } from "./serverText.js";
 
 function chainLine(e: ChainEntry): Html {
   return html`<li><code>pid ${e.pid}</code> ${e.executable ?? "(executable unknown)"}${
@@ -64,7 +64,7 @@ function remotePart(rec: Record<string, unknown> | null): Html | "" {
   return html`<dl class="remote" data-testid="remote">
       <dt>remote</dt><dd><code>${String(remote.url ?? "")}</code></dd>
       <dt>tls chain</dt><dd><code>${String(remote.certificateChainSha256 ?? "none (plain http)")}</code></dd>
-      <dt>serverInfo</dt><dd>${serverSays("its serverInfo (the server's own words)", displayJson(writtenServerInfo(remote) ?? "null", 300), "serverInfo")}</dd>
+      <dt>serverInfo</dt><dd>${serverSays("its serverInfo", displayJson(writtenServerInfo(remote) ?? "null", 300), "serverInfo")}</dd>
     </dl>`;
 }
 
@@ -84,11 +84,7 @@ function whatChanged(r: Review): Html {
     <p><strong>catalog revision ${r.catalog.revision}</strong>${
       r.catalog.lastApprovedRevision !== null ? html` (last approved: ${r.catalog.lastApprovedRevision})` : ""
     } ${cls ? html`<span class="cls cls-${cls}">${cls}</span>` : ""}</p>
-    <details ${cls === "expands" ? "open" : ""}><summary>catalog diff</summary>${serverSays(
-      "what changed in its catalog (each value in the diff is the server's)",
-      r.catalog.rendered,
-      "catalog-diff",
-    )}</details>
+    <details ${cls === "expands" ? "open" : ""}><summary>catalog diff</summary>${quotingServer("The catalog diff", r.catalog.rendered, "catalog-diff")}</details>
     </section>`;
 }
 

@@ -58,6 +58,17 @@ export function serverSays(caption: string, text: string, kind: string): Html {
       <pre class="said capped" data-capped tabindex="0">${text}</pre>${noteAfter(text)}</figure>`;
 }
 
+/**
+ * The gateway's text that quotes the server's (the catalog diff: the gateway's lines and verdict,
+ * the server's values in them): framed and capped the same way, under a caption that says so,
+ * never "the server says", which would pass the gateway's own verdict (`EXPANDS`) off as a claim.
+ */
+export function quotingServer(caption: string, text: string, kind: string): Html {
+  return html`<figure class="server-says" data-testid="server-text" data-said="${kind}">
+      <figcaption>${caption}, quoting the server's words:</figcaption>
+      <pre class="said capped" data-capped tabindex="0">${text}</pre>${noteAfter(text)}</figure>`;
+}
+
 /** An argument's value (`shown`: as the terminal writes it), capped in height with its note. */
 export function cappedValue(shown: string): Html {
   return html`<div class="value-box capped" data-capped tabindex="0"><code class="value">${shown}</code></div>${noteAfter(shown)}`;

@@ -80,7 +80,7 @@ describe("a hostile server's text on the review card", () => {
     const kinds = await frames.evaluateAll((fs) => fs.map((f) => f.getAttribute("data-said")));
     expect(kinds).toEqual(expect.arrayContaining(["title", "description", "inputs", "hints"]));
     for (const caption of await frames.locator("figcaption").allTextContents()) {
-      expect(caption).toMatch(/^The server says, as /);
+      expect(caption).toMatch(/^(The server says, as .*|The catalog diff, quoting the server's words):$/);
     }
     // Its text is never drawn like the gateway's headings (capitals, the headings' weight).
     const style = await page.evaluate<{ transform: string; weight: string }>(`(() => {

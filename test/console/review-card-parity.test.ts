@@ -104,7 +104,7 @@ describe("the console's review card", () => {
     expect
       .soft(card)
       .toMatch(
-        /<dt>serverInfo<\/dt><dd><figure class="server-says" [^>]*>\s*<figcaption>The server says, as its serverInfo \(the server&#39;s own words\):<\/figcaption>\s*<pre [^>]*>[^<]*example-mcp[^<]*<\/pre>/,
+        /<dt>serverInfo<\/dt><dd><figure class="server-says" [^>]*>\s*<figcaption>The server says, as its serverInfo:<\/figcaption>\s*<pre [^>]*>[^<]*example-mcp[^<]*<\/pre>/,
       );
     decideRequest(other, req.request, { approve: false }, "test", signer());
     await p;
