@@ -27,7 +27,7 @@ import { MAX_REASON } from "../util/cut.js";
 import { displayCommand } from "../util/redact.js";
 import { type Html, html, nameHtml } from "./html.js";
 import { type PasskeyDecisions, passkeyDecisionNote } from "./passkeyPages.js";
-import { cappedValue, quotingServer, serverSays } from "./serverText.js";
+import { cappedName, cappedValue, quotingServer, serverSays } from "./serverText.js";
 
 function chainLine(e: ChainEntry): Html {
   return html`<li><code>pid ${e.pid}</code> ${e.executable ?? "(executable unknown)"}${
@@ -142,7 +142,7 @@ function argumentsPart(r: Review): Html {
         : html`<table><tbody>${r.arguments.map(
             (a) =>
               // as the terminal shows it: quoted when not plain, so `to` and `to\t` do not read alike
-              html`<tr><th>${nameHtml(a.name)}</th><td>${
+              html`<tr><th>${cappedName(a.name)}</th><td>${
                 hidden(a) ? html`<code class="value">(hidden)</code>` : cappedValue(jsonText(a.value))
               }${mixedScript(a)}</td><td class="note">${a.note ?? ""}</td></tr>`,
           )}</tbody></table>`

@@ -5,15 +5,17 @@
  * "Arguments" block of its own above the real one, or a thousand blank lines to push the real
  * one and the decision buttons below the window. So each piece of it is framed, under a caption
  * that says whose words they are ("The server says, as …"), in monospace and never in the card's
- * heading style, and its height is capped: the box scrolls. The agent's argument values are
- * capped the same way, so a huge one leaves every later argument's name on the card.
+ * heading style, and its height is capped: the box scrolls. The agent's argument values (and a
+ * long argument name) are capped the same way, so a huge one leaves every later argument's name
+ * on the card.
  *
  * Nothing in a box is ever hidden without a note saying so: the note under it ("(N lines; scroll to
  * read all)") is written whenever the text may not fit (`mayOverflow`, a bound that holds even in
  * the card's narrowest column), and the page's script (assets.ts) then shows it exactly when the
  * box overflows, and hides it when all of it shows.
  */
-import { type Html, html } from "./html.js";
+import { displayName } from "../catalog/text.js";
+import { type Html, html, nameHtml } from "./html.js";
 
 /** A box's height in lines of its 12px/1.4 monospace text (the stylesheet's `.capped`). */
 export const CAPPED_LINES = 8;
@@ -23,12 +25,19 @@ export const CAPPED_LINES = 8;
  */
 const NARROWEST_CHARS = 16;
 
-/** Whether `text` may take more than CAPPED_LINES lines in the narrowest box. */
-export function mayOverflow(text: string): boolean {
+/**
+ * An argument's name in its column: 30% of a 300-pixel grid column, as few as 6 characters of the
+ * headings' 14px bold type a line (`W`), and 6 lines of 14px/1.45 text in the box's 134 pixels.
+ */
+const NAME_NARROWEST_CHARS = 6;
+const NAME_LINES = 6;
+
+/** Whether `text` may take more than `most` lines in a box `chars` characters wide. */
+export function mayOverflow(text: string, chars = NARROWEST_CHARS, most = CAPPED_LINES): boolean {
   let lines = 0;
   for (const line of text.split("\n")) {
-    lines += Math.max(1, Math.ceil(line.length / NARROWEST_CHARS));
-    if (lines > CAPPED_LINES) return true;
+    lines += Math.max(1, Math.ceil(line.length / chars));
+    if (lines > most) return true;
   }
   return false;
 }
@@ -44,8 +53,8 @@ export function cutNote(text: string): string {
  * The note element: written shown when the text may not fit, hidden otherwise; the page's script
  * shows it exactly when its box (the element before it) overflows.
  */
-function noteAfter(text: string): Html {
-  return html`<p class="cut-note" data-testid="cut-note" ${mayOverflow(text) ? "" : "hidden"}>${cutNote(text)}</p>`;
+function noteAfter(text: string, may = mayOverflow(text)): Html {
+  return html`<p class="cut-note" data-testid="cut-note" ${may ? "" : "hidden"}>${cutNote(text)}</p>`;
 }
 
 /**
@@ -72,4 +81,16 @@ export function quotingServer(caption: string, text: string, kind: string): Html
 /** An argument's value (`shown`: as the terminal writes it), capped in height with its note. */
 export function cappedValue(shown: string): Html {
   return html`<div class="value-box capped" data-capped tabindex="0"><code class="value">${shown}</code></div>${noteAfter(shown)}`;
+}
+
+/**
+ * An argument's name in the arguments table, capped like its value: a name is shown whole up to
+ * 128 characters and then by its start, length and digest (displayName), but escaped that can
+ * still be a thousand characters, which in its narrow column pushed every later argument down. A
+ * name that fits the box even in the narrowest column is drawn as it was, with no box and no note.
+ */
+export function cappedName(name: string): Html {
+  const shown = displayName(name);
+  if (!mayOverflow(shown, NAME_NARROWEST_CHARS, NAME_LINES)) return nameHtml(name);
+  return html`<div class="name-box capped" data-capped tabindex="0">${nameHtml(name)}</div>${noteAfter(shown, true)}`;
 }

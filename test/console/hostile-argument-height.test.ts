@@ -3,7 +3,10 @@
 // the arguments after it (the payee) and the decision buttons out of view. Now each value's box
 // is capped in height and scrolls, with a note saying so ("(N characters; scroll to read all)")
 // whenever it does not all show, and never otherwise; every argument's name stays on the card.
+// A long argument name did the same from its narrow column (shown by its first 128 characters,
+// escaped: up to about 800), and is capped the same way.
 import { describe, expect, it } from "vitest";
+import { displayName } from "../../src/catalog/text.js";
 import { waitForPending } from "../helpers/approvals.js";
 import { browserSuite, held } from "../helpers/browser.js";
 import { consoleGateway, consoleOf, loginWithBrowser, TRANSFER_TOOL } from "./helpers.js";
@@ -80,6 +83,40 @@ describe("a huge argument value on the review card", () => {
     }
     const payee = card.locator(".args tr", { has: page.locator("th", { hasText: /^to$/ }) });
     expect(await payee.getByTestId("cut-note").isVisible()).toBe(false);
+    await gw.close();
+    await call.catch(() => {});
+  });
+
+  it("a long argument name scrolls in a capped box that says so, and the payee stays in view", async () => {
+    const { stateDir, gw } = await consoleGateway(cleanup, [TRANSFER_TOOL]);
+    // 200 control characters: shown as their first 128, each written \u0001, then length and digest
+    const long = "\u0001".repeat(200);
+    const args = { [long]: "x", to: "mallory", amount: 5000 };
+    const call = held(gw.client.callTool({ name: "transfer", arguments: args }));
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
+    const page = suite.browser.page;
+    const viewport = { width: 1400, height: 1000 };
+    await page.setViewportSize(viewport);
+    await loginWithBrowser(page, `${await consoleOf(stateDir)}/requests/${req.request}`);
+    const card = page.getByTestId("pending-request");
+    await card.waitFor();
+    for (const target of [
+      card.locator(".args th", { hasText: /^to$/ }),
+      card.locator(".args th", { hasText: /^amount$/ }),
+      card.locator(".args code.value", { hasText: '"mallory"' }),
+      card.getByTestId("approve-call"),
+      card.getByTestId("deny"),
+    ]) {
+      const b = (await target.boundingBox())!;
+      expect(b.y + b.height, String(target)).toBeLessThanOrEqual(viewport.height);
+    }
+    const box = card.locator(".args th .name-box");
+    expect((await box.boundingBox())!.height).toBeLessThanOrEqual(8 * 1.4 * 12 + 2);
+    // the name as the terminal shows it, whole in its box, and a note that it scrolls
+    expect(await box.locator(".name").textContent()).toBe(displayName(long));
+    const note = card.locator(".args th").getByTestId("cut-note");
+    expect(await note.isVisible()).toBe(true);
+    expect(await note.textContent()).toBe(`(${displayName(long).length} characters; scroll to read all)`);
     await gw.close();
     await call.catch(() => {});
   });

@@ -39,8 +39,9 @@ describe("names on the review card", () => {
     await page.setViewportSize({ width: 1000, height: 800 });
     await loginWithBrowser(page, `${await consoleOf(stateDir)}/requests/${req.request}`);
 
-    // Each name reads as the terminal prints it: no two alike.
-    const names = (await page.locator(".args th").allInnerTexts()).map((n) => n.replace(/\n/g, ""));
+    // Each name reads as the terminal prints it: no two alike (the long one in a box that scrolls,
+    // its note under it).
+    const names = (await page.locator(".args th .name").allInnerTexts()).map((n) => n.replace(/\n/g, ""));
     expect.soft(names.sort()).toEqual(Object.keys(args).map(displayName).sort());
 
     // The tool's name in its heading is in its own case (as drawn: text-transform applies).
