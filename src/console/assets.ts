@@ -74,7 +74,9 @@ export const CONSOLE_JS = `"use strict";
   // swap its decision buttons are off for SETTLE_MS, long enough to see that the page moved
   // (Firefox holds its security dialogs' buttons for the same second).
   var SETTLE_MS = 1000;
-  var CONTROLS = ".decide:hover, button:hover, a:hover, input:hover, textarea:hover, summary:hover, label:hover";
+  // A capped box (the server's words, an argument's value) counts as a control: the human reading
+  // it, scrolled down to a part, would have it swapped for a fresh one back at its top.
+  var CONTROLS = ".decide:hover, button:hover, a:hover, input:hover, textarea:hover, summary:hover, label:hover, [data-capped]:hover";
   var RELOAD = "Something changed. Reload the page to see it.";
   var WAITING = "Something changed: it shows once the pointer leaves the buttons.";
   var HELD = "The page changed just now: nothing was decided. Look at it again, then decide.";
