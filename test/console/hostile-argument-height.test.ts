@@ -81,6 +81,8 @@ describe("a huge argument value on the review card", () => {
       const row = card.locator(".args tr", { has: page.locator("th", { hasText: new RegExp(`^${name}$`) }) });
       expect(await row.getByTestId("cut-note").isVisible(), name).toBe(true);
     }
+    // the page's CSP holds: the frames, caps and notes need no inline style or script
+    expect(suite.browser.errors.filter((e) => /Content Security Policy/i.test(e))).toEqual([]);
     const payee = card.locator(".args tr", { has: page.locator("th", { hasText: /^to$/ }) });
     expect(await payee.getByTestId("cut-note").isVisible()).toBe(false);
     await gw.close();

@@ -118,6 +118,8 @@ describe("a hostile server's text on the review card", () => {
       await card.locator("section.args h3").evaluate((h) => h.closest('[data-testid="server-text"]')),
     ).toBeNull();
 
+    // the page's CSP holds: the frames, caps and notes need no inline style or script
+    expect(suite.browser.errors.filter((e) => /Content Security Policy/i.test(e))).toEqual([]);
     // Not pushed by the description: the buttons stand where the plain tool's do, give or take the
     // description's capped box and its note.
     const hostileAt = (await card.getByTestId("deny").boundingBox())!.y;
