@@ -27,7 +27,7 @@ import {
   type SameCall,
 } from "./requests.js";
 import { buildReview, renderTool, reviewArguments } from "./review.js";
-import { runEndedAsGone } from "./runs.js";
+import type { RunEndWatch } from "./runEndWatch.js";
 
 /** What the gateway hears while a call waits for a human. */
 export interface AskHooks {
@@ -53,6 +53,8 @@ export interface AskerParts {
   coveringNow: (call: ApprovedCall) => GrantRecord | null;
   /** approvals of this call bound to an older epoch, and the one-call grants handed to calls */
   olderEpoch: OlderEpochApprovals;
+  /** the run's end by another process while this gateway serves it */
+  runEnd: RunEndWatch;
 }
 
 /**
@@ -83,8 +85,6 @@ export class HumanAsker {
    */
   private readonly storing = new Map<string, Promise<string>>();
   private readonly expiry: RequestExpiry;
-  /** the run was found ended by another process, and the log said so */
-  private toldRunEnded = false;
   private readonly pendingOfRun: { get(run: string): unknown };
   /**
    * Requests being made whose row is not in the store yet: counted beside the stored ones against
@@ -484,24 +484,14 @@ export class HumanAsker {
 
   /**
    * This gateway is alive, yet its agent run was ended by another process (one that judged it
-   * gone): its session grants ended with the run and no approval can reach it any more (a
+   * gone, or an edit of the run's row, whose end RunEndWatch records): its session grants ended with the run and no approval can reach it any more (a
    * decider refuses a request of an ended run). Said loudly, once, on the gateway's log; the
    * waiting call is answered at once and its request withdrawn, instead of waiting out its hold
    * for a decision that cannot come. Null while the run is open (or was ended by this gateway).
    */
   private async runEndedElsewhere(id: string, call: ApprovedCall): Promise<ErrorObject | null> {
-    const { db, run } = this.o;
-    const endedAt = runEndedAsGone(db, run.run);
-    if (endedAt === null) return null;
-    if (!this.toldRunEnded) {
-      this.toldRunEnded = true;
-      this.o.log.warn(
-        `this gateway's agent run ${run.run} was ended at ${endedAt} by another process, although this ` +
-          "gateway still runs: its session grants ended and no approval can reach it; restart the agent " +
-          "host to start a new run",
-      );
-    }
-    await whenUnlocked(() => closeRequest(db, id, "cancelled", "agent run ended"), this.waits(call));
+    if (this.parts.runEnd.read() === null) return null;
+    await whenUnlocked(() => closeRequest(this.o.db, id, "cancelled", "agent run ended"), this.waits(call));
     return refuse.runEnded(id);
   }
 

@@ -16,6 +16,7 @@ import {
 } from "./grants.js";
 import { HonouredDecisions } from "./honoured.js";
 import { OlderEpochApprovals } from "./olderEpoch.js";
+import { RunEndWatch } from "./runEndWatch.js";
 import type { Run } from "./runs.js";
 
 export type { AskHooks } from "./askHuman.js";
@@ -75,10 +76,19 @@ export class Authorizer implements AuthorizationPort {
   private readonly coverage = new GrantCoverage();
   private readonly asker: HumanAsker;
   private readonly olderEpoch: OlderEpochApprovals;
+  /** the run's end by another process while this gateway serves it (runEndWatch.ts) */
+  private readonly runEnd: RunEndWatch;
 
   constructor(private readonly o: AuthorizerOptions) {
     const emit = (e: { type: string; [k: string]: unknown }, condition?: () => boolean) =>
       this.emit(e, condition);
+    this.runEnd = new RunEndWatch({
+      db: o.db,
+      run: o.run.run,
+      serverLabel: o.serverLabel,
+      log: o.log,
+      emit,
+    });
     this.decisions = new HonouredDecisions({
       db: o.db,
       verifier: o.verifier,
@@ -100,6 +110,7 @@ export class Authorizer implements AuthorizationPort {
       decisions: this.decisions,
       coveringNow: (call) => this.covering(call, true),
       olderEpoch: this.olderEpoch,
+      runEnd: this.runEnd,
     });
   }
 
@@ -257,6 +268,9 @@ export class Authorizer implements AuthorizationPort {
     hooks: AskHooks = {},
   ): Promise<{ grant: string | null } | { error: ErrorObject }> {
     const mode = this.modeOf(call);
+    // The run was found ended by another process (at an intent record): its end is recorded
+    // before this call's, and nothing a human would approve can reach it.
+    if (this.runEnd.settle() && mode !== "none") return { error: refuse.runEnded(null) };
     if (mode === "none") return { grant: null };
     if (mode === "session") {
       // From the last read; the guard reads the grant again with the intent record (condition).
@@ -275,8 +289,9 @@ export class Authorizer implements AuthorizationPort {
   }
 
   /**
-   * Step 8's check, under the audit log's write lock, atomically with the intent record: the
-   * session grant obtain() took from its last read is still live. A revoke from another process
+   * Step 8's check, under the audit log's write lock, atomically with the intent record: the run
+   * was not ended by another process meanwhile (RunEndWatch), and the session grant obtain() took
+   * from its last read is still live. A revoke from another process
    * therefore stops the very next call, however recent the read. Grants that a human just gave,
    * in this decision, need no second look.
    */
@@ -285,9 +300,16 @@ export class Authorizer implements AuthorizationPort {
     this.olderEpoch.recorded(call);
     const c = this.cached.get(call);
     this.cached.delete(call);
-    if (!c || call.grant !== c.grant) return undefined;
+    const taken = c && call.grant === c.grant ? c : null;
     return () => {
-      if (this.decisions.isLive(c.grant, c.signature)) return true;
+      // The run's row, read with every call's intent (one read by key, under the write lock this
+      // transaction holds): ended by another process, the call is decided again (obtain), after
+      // the end is recorded if nobody did; a call under a grant of the run is not recorded at all.
+      if (this.runEnd.readUnrecorded() || (this.runEnd.endedElsewhere && call.grant !== null)) {
+        this.live = null;
+        return false;
+      }
+      if (!taken || this.decisions.isLive(taken.grant, taken.signature)) return true;
       this.live = null; // the guard decides again, on a fresh read
       return false;
     };

@@ -38,6 +38,18 @@ export {
   pendingRequests,
   type Review,
 } from "./requests.js";
-export { endRun, endRunRows, getRun, insertRun, newRun, type Run, runStored, startRun } from "./runs.js";
+export {
+  ENDED_IN_STORE,
+  endRun,
+  endRunRows,
+  getRun,
+  insertRun,
+  newRun,
+  type Run,
+  recordEndedInStore,
+  runEndedElsewhere,
+  runStored,
+  startRun,
+} from "./runs.js";
 export { approvalMigration } from "./schema.js";
 export { DecisionVerifier, type Verdict } from "./trust.js";

@@ -188,6 +188,13 @@ export function endRunRows(db: Store, run: string, now: string, reason: string |
     .prepare("UPDATE runs SET ended_at = ?, ended_reason = ? WHERE run = ? AND ended_at IS NULL")
     .run(now, reason, run);
   if (ended.changes !== 1) return false;
+  endedHere.add(run);
+  endWhatEndsWithRun(db, run, now);
+  return true;
+}
+
+/** The run's session grants end and its pending requests are cancelled, as the run ends. */
+function endWhatEndsWithRun(db: Store, run: string, now: string): void {
   db.prepare(
     `UPDATE grants SET ended_at = ?, ended_reason = 'agent run ended'
      WHERE agent_run = ? AND expires_when = 'agent-run-ends' AND ended_at IS NULL`,
@@ -197,6 +204,78 @@ export function endRunRows(db: Store, run: string, now: string, reason: string |
     `UPDATE approval_requests SET state = 'cancelled', decided_at = ?, reason = 'agent run ended'
      WHERE agent_run = ? AND state = 'pending'`,
   ).run(now, run);
+}
+
+/**
+ * The runs this process ended (endRunRows): a gateway's own end of its run is no end by another
+ * process, whatever reason its row holds (a gateway's own end writes none).
+ */
+const endedHere = new Set<string>();
+
+/**
+ * `run_ended`'s reason when the run's own gateway records an end that another process wrote in the
+ * run's row alone (`UPDATE runs SET ended_at = …`), with no record of it: docs/audit-format.md.
+ */
+export const ENDED_IN_STORE = "ended_in_store";
+
+/**
+ * The reasons a run's row is ended with by a writer that records the end in the same transaction
+ * (endRunsOfGoneGateways: gateway_gone; this gateway: ended_in_store). Any other end of the row,
+ * made by another process, has no `run_ended` in the chain as far as a gateway can tell (it cannot
+ * read the sealed events): an edit of the row. An edit that writes one of these reasons too is not
+ * told apart (docs/security.md).
+ */
+const RECORDED_ENDS = ["gateway_gone", ENDED_IN_STORE] as const;
+
+/** A run's row as ended by another process than this one. */
+export interface EndedElsewhere {
+  endedAt: string;
+  reason: string | null;
+  /** whether a `run_ended` was written with that end (its reason is one a recording writer gives) */
+  recorded: boolean;
+}
+
+const endStatements = new WeakMap<Store, ReturnType<Store["prepare"]>>();
+
+/**
+ * Whether another process ended run `run` in the store (null: open, or ended by this process). One
+ * read of the row by its key, with a statement prepared once per connection: a gateway reads it
+ * with every call's intent record, under the write lock it already holds.
+ */
+export function runEndedElsewhere(db: Store, run: string): EndedElsewhere | null {
+  if (endedHere.has(run)) return null;
+  let read = endStatements.get(db);
+  if (!read) {
+    read = db.prepare("SELECT ended_at, ended_reason FROM runs WHERE run = ?");
+    endStatements.set(db, read);
+  }
+  const row = read.get(run) as { ended_at: unknown; ended_reason: unknown } | undefined;
+  if (typeof row?.ended_at !== "string") return null;
+  const reason = typeof row.ended_reason === "string" ? row.ended_reason : null;
+  return {
+    endedAt: row.ended_at,
+    reason,
+    recorded: (RECORDED_ENDS as readonly (string | null)[]).includes(reason),
+  };
+}
+
+/**
+ * The condition of the `run_ended` (reason ENDED_IN_STORE) a gateway writes for its own run, whose
+ * row another process ended without a record: the row is marked recorded (its reason), and what
+ * ends with a run ends now (its session grants, its pending requests), as at any run's end. False,
+ * and nothing written, when the row is open, was ended by this process, or its end is recorded
+ * already: one `run_ended` per run.
+ */
+export function recordEndedInStore(db: Store, run: string, now: string): boolean {
+  if (endedHere.has(run)) return false;
+  const marked = db
+    .prepare(
+      `UPDATE runs SET ended_reason = ? WHERE run = ? AND ended_at IS NOT NULL
+         AND (ended_reason IS NULL OR ended_reason NOT IN (${RECORDED_ENDS.map(() => "?").join(", ")}))`,
+    )
+    .run(ENDED_IN_STORE, run, ...RECORDED_ENDS);
+  if (marked.changes !== 1) return false;
+  endWhatEndsWithRun(db, run, now);
   return true;
 }
 
@@ -225,16 +304,4 @@ function toRunRow(r: RunDbRow): RunRow {
 export function getRun(db: Store, run: string): RunRow | null {
   const r = db.prepare("SELECT * FROM runs WHERE run = ?").get(run) as RunDbRow | undefined;
   return r ? toRunRow(r) : null;
-}
-
-/**
- * When another process ended the run because it judged its gateway gone (null: open, or ended
- * otherwise): one cheap read, so that a gateway still alive can notice and say so.
- */
-export function runEndedAsGone(db: Store, run: string): string | null {
-  const r = db
-    .prepare("SELECT ended_at FROM runs WHERE run = ? AND ended_reason = 'gateway_gone'")
-    .pluck()
-    .get(run) as string | null | undefined;
-  return r ?? null;
 }

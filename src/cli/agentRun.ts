@@ -3,14 +3,18 @@ import {
   Authorizer,
   type AuthorizerOptions,
   type DecisionVerifier,
+  ENDED_IN_STORE,
   endRun,
   endRunRows,
   insertRun,
   newRun,
   type Run,
+  recordEndedInStore,
+  runEndedElsewhere,
   runStored,
 } from "../approval/index.js";
 import { closeRequest, expiredEvent, pendingRequestsOfRun } from "../approval/requests.js";
+import { safeText } from "../catalog/text.js";
 import type { ServerConfig } from "../config/config.js";
 import type { EventSink } from "../gateway/events.js";
 import type { Gateway, GatewayOptions } from "../gateway/gateway.js";
@@ -196,7 +200,7 @@ export function endAgentRun(
     return ended;
   });
   events.flush();
-  if (endedElsewhere) sayEndedElsewhere(store, run, log);
+  if (endedElsewhere) recordEndedElsewhere(store, events, run, serverLabel, log);
   // Not recorded (the sink said why): ended all the same, its session grants with it (deny first)
   endRunQuietly(store, run, log, o.busyUnsaid ?? false);
 }
@@ -204,14 +208,33 @@ export function endAgentRun(
 /**
  * The run's row was ended by another process before this gateway, which still served it, could
  * end it: by a gateway that took this one for gone (reason gateway_gone: the store's rows of this
- * gateway edited, docs/security.md), or by an edit of the row itself. Said, as the run's calls
- * recorded after that end show it in the audit.
+ * gateway edited, docs/security.md), which recorded it; or by an edit of the row itself, which
+ * nobody recorded and no call of the run noticed since (src/approval/runEndWatch.ts): recorded
+ * now (`run_ended`, reason ended_in_store), so that the run does not stay open in the audit. Said,
+ * as the run's calls recorded after that end show it in the audit.
  */
-function sayEndedElsewhere(store: Store, run: Run, log: Pick<Logger, "warn">): void {
+function recordEndedElsewhere(
+  store: Store,
+  events: EventSink,
+  run: Run,
+  serverLabel: string,
+  log: Pick<Logger, "warn">,
+): void {
   try {
-    const reason = store.prepare("SELECT ended_reason FROM runs WHERE run = ?").pluck().get(run.run);
+    const ended = runEndedElsewhere(store, run.run);
+    if (ended === null) return;
+    let recordedNow = false;
+    if (!ended.recorded) {
+      events.emit({ type: "run_ended", run: run.run, serverLabel, reason: ENDED_IN_STORE }, () => {
+        recordedNow = recordEndedInStore(store, run.run, new Date().toISOString());
+        return recordedNow;
+      });
+      events.flush();
+    }
     log.warn(
-      `agent run ${run.run} had already been ended by another process (${typeof reason === "string" ? `reason ${reason}` : "no reason given"}) while this gateway still served it: its end was not recorded again; records of the run after that end were written by this gateway`,
+      recordedNow
+        ? `agent run ${run.run} had been ended in the store by another process, which recorded no end, while this gateway still served it: this gateway recorded that end now (run_ended, reason ${ENDED_IN_STORE})`
+        : `agent run ${run.run} had already been ended by another process (${ended.recorded ? `reason ${safeText(ended.reason ?? "none")}` : "its end could not be recorded"}) while this gateway still served it: its end was not recorded again; records of the run after that end were written by this gateway`,
     );
   } catch {
     // the store cannot be read now: nothing more to say than the sink said

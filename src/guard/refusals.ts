@@ -340,13 +340,17 @@ export const refuse = {
     ),
 
   /** The gateway's agent run was ended by another process: no approval can reach this gateway. */
-  runEnded: (approvalRequest: string) =>
+  /** `approvalRequest` null: the gateway knew the run ended before making a request */
+  runEnded: (approvalRequest: string | null) =>
     refusal(
       "authorization_required",
       "This call needs a human approval, and none can reach this gateway: its agent run was ended by another process.",
       "agent run ended",
       "ask a human to restart the agent host (a new agent run), then retry",
-      { approvalRequest, howToApprove: "restart the agent host: the ended run can no longer be approved" },
+      {
+        ...(approvalRequest === null ? {} : { approvalRequest }),
+        howToApprove: "restart the agent host: the ended run can no longer be approved",
+      },
     ),
 
   /** `retry`: the next step when an unlock alone is not enough (environment credentials) */

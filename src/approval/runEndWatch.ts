@@ -1,0 +1,86 @@
+import { safeText } from "../catalog/text.js";
+import type { Store } from "../store/db.js";
+import type { Logger } from "../util/log.js";
+import { ENDED_IN_STORE, type EndedElsewhere, recordEndedInStore, runEndedElsewhere } from "./runs.js";
+
+/**
+ * What a gateway knows of its own agent run's end by another process, while it still serves the
+ * run: a gateway that took this one for gone (`gateway_gone`, recorded by it), or an edit of the
+ * run's row alone (`UPDATE runs SET ended_at = …`), which nobody recorded. The run's row is read
+ * with each call's intent record (Authorizer.condition, under the write lock it holds anyway) and
+ * while a call waits for a human; once it is found ended:
+ *
+ * - an end nobody recorded is recorded here, once (`run_ended`, reason `ended_in_store`, its
+ *   condition marking the row so and ending the run's grants and pending requests: one `run_ended`
+ *   per run), ahead of the call's own record, so that the run's later calls count as after its end;
+ * - a call that needs a human is refused at once (refusals.md: `authorization_required`, "agent
+ *   run ended"): no decider approves a request of an ended run, and a grant of the run no longer
+ *   covers (deny first: an end written by someone else never widens what the run may do);
+ * - the gateway says so once on its log.
+ */
+export class RunEndWatch {
+  /** the run's end by another process, as last read (null: open as far as this gateway knows) */
+  private ended: EndedElsewhere | null = null;
+  private told = false;
+
+  constructor(
+    private readonly o: {
+      db: Store;
+      run: string;
+      serverLabel: string;
+      log: Pick<Logger, "warn">;
+      emit: (e: { type: string; [k: string]: unknown }, condition?: () => boolean) => void;
+    },
+  ) {}
+
+  /**
+   * Reads the run's row (under the caller's transaction, if any). True when the run was ended by
+   * another process and that end is not recorded yet: the call must not be recorded before its
+   * run's end is (the caller decides again, and `settle` records it).
+   */
+  readUnrecorded(): boolean {
+    const now = runEndedElsewhere(this.o.db, this.o.run);
+    if (now) this.ended = now;
+    return now !== null && !now.recorded;
+  }
+
+  /** Whether the run was found ended by another process (by readUnrecorded or read). */
+  get endedElsewhere(): boolean {
+    return this.ended !== null;
+  }
+
+  /** Reads the row now (outside the intent's transaction: a call waiting for a human). */
+  read(): EndedElsewhere | null {
+    this.readUnrecorded();
+    return this.settle();
+  }
+
+  /**
+   * Once the run was found ended by another process: its end recorded if nobody did (with the
+   * sink's next group, before whatever the caller records next), and said once.
+   */
+  settle(): EndedElsewhere | null {
+    const ended = this.ended;
+    if (ended === null) return null;
+    const unrecorded = !ended.recorded;
+    if (unrecorded) {
+      const { db, run, serverLabel } = this.o;
+      this.o.emit({ type: "run_ended", run, serverLabel, reason: ENDED_IN_STORE }, () => {
+        const written = recordEndedInStore(db, run, new Date().toISOString());
+        if (written) ended.recorded = true;
+        return written;
+      });
+    }
+    if (!this.told) {
+      this.told = true;
+      // the row's values are anyone's writing: shown as text, never as terminal controls
+      const at = safeText(ended.endedAt);
+      this.o.log.warn(
+        unrecorded
+          ? `this gateway's agent run ${this.o.run} was ended in the store by another process, which recorded no end (the row says ended at ${at}), although this gateway still runs: it records the end (run_ended, reason ended_in_store); its session grants ended and no approval can reach it, so a call that needs one is refused; restart the agent host to start a new run`
+          : `this gateway's agent run ${this.o.run} was ended at ${at} by another process (reason ${safeText(ended.reason ?? "none")}), although this gateway still runs: its session grants ended and no approval can reach it, so a call that needs one is refused; restart the agent host to start a new run`,
+      );
+    }
+    return ended;
+  }
+}
