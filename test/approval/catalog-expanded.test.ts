@@ -1,6 +1,7 @@
 // onExpand "run" (Authorizer.catalogExpanded) with the gateway's audit sink on a real store: the
 // run's grants end with their grants_revoked record, while another writer takes the store's lock
-// at any moment.
+// at any moment; and calls that took a grant from the gateway's last read just before the change
+// (sent together with it) are not recorded under it at step 8.
 import { describe, expect, it } from "vitest";
 import { getGrant } from "../../src/approval/grants.js";
 import { AuditLog } from "../../src/audit/log.js";
@@ -106,5 +107,40 @@ describe("an expanding catalog change under onExpand run", () => {
       (e) => e.type === "grants_revoked" && (e.grants as string[]).includes(grant!.grant),
     );
     expect(revoked).toHaveLength(1);
+  });
+
+  it("calls sent together with the change, each covered by a grant from the last read before it, are not recorded under it: step 8 refuses, and they ask a human", async () => {
+    const { events, auth, grant } = await approvedForTheSession();
+    // Decided from the last read (step 7) before the change is seen; their intents are written
+    // with the sink's next group, after it (the window is one turn of the gateway's event loop,
+    // which a test of real processes cannot aim at without timing: driven here, in its order).
+    const calls = [callOf(publishPreview, A), callOf(publishPreview, A), callOf(publishPreview, A)];
+    for (const call of calls) {
+      const got = await auth.obtain(call);
+      expect(got).toEqual({ grant: grant!.grant });
+      call.grant = grant!.grant;
+    }
+    const steps8 = calls.map((call) => auth.condition(call));
+    auth.catalogExpanded({
+      revision: 2,
+      previousRevision: 1,
+      expanding: [{ tool: "publish_everything", kind: "added", changes: [] }],
+    });
+    // The grant's row is still live (it ends with the sink's next group): what stops each call is
+    // this gateway's own mark of the grants it ended.
+    expect(getGrant(db, grant!.grant)!.endedAt).toBeNull();
+    for (const step8 of steps8)
+      expect(step8?.(), "a call went out under a grant the change ended").toBe(false);
+    events.flush();
+    expect(getGrant(db, grant!.grant)!.endedAt).not.toBeNull();
+    // decided again (the guard does so on a false step 8): nothing stale to report within the
+    // epoch, no grant covers, and the call asks a human
+    const again = calls[0]!;
+    again.grant = null;
+    expect(auth.stale(again)).toBeNull();
+    const asked = auth.obtain(again);
+    await decideNext(other, auth.run, { approve: false });
+    const answer = await asked;
+    expect("error" in answer && JSON.stringify(answer.error)).toContain("A human denied this call");
   });
 });
