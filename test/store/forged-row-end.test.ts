@@ -155,3 +155,21 @@ it("a session grant of a run whose row another process ended covers nothing: the
   expect(s.endReason).toBe("ended_in_store");
   expect(runEndedRecords(stateDir)).toBe(1);
 }, 30_000);
+
+it("a call waiting for a human when its run's row is ended by another process is answered at once, not held for a decision none can make", async () => {
+  const gw = deployGateway(["--approval-timeout", "60000"]);
+  const { stateDir } = gw;
+  await gw.initialize();
+  await gw.request("tools/list");
+  const waiting = call(gw, "waiting");
+  const asked = await waitForPending(stateDir, (l) => l[0], 20_000, "the call's request");
+  const run = endRowByHand(stateDir);
+  // within its hold of 60 s (the test's own limit is 30 s)
+  const answer = await waiting;
+  expect(JSON.stringify(answer.error)).toContain("agent run ended");
+  expect(JSON.stringify(answer.error)).toContain(asked.request);
+  await ended(gw);
+  const s = (await sessions(stateDir)).find((e) => e.run === run)!;
+  expect(s.endReason).toBe("ended_in_store");
+  expect(runEndedRecords(stateDir)).toBe(1);
+}, 30_000);
