@@ -73,7 +73,7 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
     const empty = started(entries.empty, u.project);
     expect(empty.status).toBe(2);
     expect(empty.stderr).toBe(
-      "portcullis: --state-dir is empty; give a directory, or leave the flag out for the default.\n",
+      "portcullis run: --state-dir is empty; give a directory, or leave the flag out for the default.\n",
     );
     expect(findings[6]).toEqual({
       ok: false,
