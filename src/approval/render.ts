@@ -422,6 +422,12 @@ function capped(text: string, max: number, indent: string): string[] {
  */
 function toolLinesOf(r: Review, t: (s: string) => string): string[] {
   const parts = toolParts(r.tool.rendered, r.tool.name);
+  if (r.tool.gatewayWords === true && parts) {
+    // no tool: an MCP request the gateway guards, described in its own words (guard.ts, readCall)
+    const out = [`  ${displayName(r.tool.name)}${parts.title !== null ? ` (${t(parts.title)})` : ""}`];
+    for (const l of parts.description) out.push(`    ${t(l)}`);
+    return out;
+  }
   if (!parts) {
     return [
       "    the server says, as the tool as listed:",
@@ -469,6 +475,9 @@ export function renderReviewCard(given: ApprovalRequest & ListedCalls): string {
   if (!parts) {
     lines.push("             the server says, as the tool as listed:");
     lines.push(...capped(r.tool.rendered.split("\n").map(t).join("\n"), 3, "               "));
+  } else if (r.tool.gatewayWords === true) {
+    // no tool: the gateway's own description of the MCP request it guards (guard.ts, readCall)
+    lines.push(...capped(parts.description.map(t).join("\n"), 3, "             "));
   } else {
     const said = parts.description.map(t).filter((l) => l.trim() !== "");
     if (said.length > 0) {

@@ -72,6 +72,12 @@ export interface Review {
     mode: "session" | "per-call";
     /** the tool as the current catalog lists it: description, inputs with defaults and enums, hints */
     rendered: string;
+    /**
+     * true when the request is no tool's but a guarded read's (resources/read …, a listen's uri):
+     * `rendered` is then the gateway's own description of that MCP request, not a server's words.
+     * Set from the call the guard made (ApprovedCall.read), never from a definition a server wrote.
+     */
+    gatewayWords?: true;
     /** this tool compared with the definition last granted for this label, when there was one */
     sinceLastGrant: {
       grant: string;

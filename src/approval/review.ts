@@ -313,6 +313,8 @@ export function buildReview(db: Store, input: ReviewInput): Review {
       fingerprint: input.call.fingerprint,
       mode: input.mode,
       rendered: renderTool(input.call.definition, input.call.tool),
+      // a guarded read's pseudo-tool: its description is the gateway's (guard.ts, readCall)
+      ...(input.call.read ? { gatewayWords: true as const } : {}),
       sinceLastGrant: sinceLastGrant(db, input),
     },
     credentialScope: input.credentialScope,

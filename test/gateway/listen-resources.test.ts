@@ -192,6 +192,12 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     expect(shown.stdout).toContain(
       `Not a tool: the MCP request subscriptions/listen (2026-07-28), asking for updates of ${A}`,
     );
+    // the gateway's own words about the request, never passed off as the server's
+    expect(shown.stdout).not.toContain("the server says");
+    const full = await runCli(["approvals", "--verbose", "--state-dir", gw.stateDir]);
+    expect(full.stdout).toContain(`(asked as subscriptions/listen for ${A})`);
+    expect(full.stdout).toContain("    Not a tool: the MCP request subscriptions/listen (2026-07-28)");
+    expect(full.stdout).not.toContain("the server says");
     // and the gateway's own line on stderr says so too
     expect(gw.stderr()).toContain(
       `approval needed for "resources/subscribe ${A}" (asked as subscriptions/listen) (per-call)`,
