@@ -59,6 +59,15 @@ export async function catalogCommand(args: string[]): Promise<number> {
     throw new UsageError(
       `catalog ${sub}: takes one LABEL${sub === "show" ? " (a revision is given with --revision N)" : ""}.`,
     );
+  // Three revision words or more is a word too many, not a FROM without its TO: said so, and a
+  // FROM without its TO, before the store is opened (as the other words are checked), without
+  // echoing them.
+  if (sub === "diff" && more.length > 2)
+    throw new UsageError(
+      `catalog diff: takes a LABEL and at most two revisions (FROM TO); ${more.length} words were given after the LABEL.`,
+    );
+  if (sub === "diff" && more.length === 1)
+    throw new UsageError("catalog diff: give both FROM and TO, or neither.");
   if (sub !== "show" && values.revision !== undefined)
     throw new UsageError(
       `catalog ${sub}: --revision is for catalog show${sub === "diff" ? " (diff takes FROM TO)" : ""}.`,
@@ -159,7 +168,7 @@ export async function catalogCommand(args: string[]): Promise<number> {
               `catalog diff: "${label}" has no revision ${latest.revision - 1} to compare revision ${latest.revision} with.`,
             );
           from = prev;
-        } else throw new UsageError("catalog diff: give both FROM and TO, or neither.");
+        } else throw new UsageError("catalog diff: give both FROM and TO, or neither."); // refused above
         const unreadable = from.unreadable ?? to.unreadable;
         if (unreadable !== undefined) return unreadableRevision(sub, label, unreadable);
         // Each of the server's pieces redacted on its own (shownDiff), not the whole text: the

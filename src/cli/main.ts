@@ -6,7 +6,14 @@ import { StateDirError } from "../store/stateDir.js";
 import { StoreError } from "../store/storeError.js";
 import { fileProblem } from "../util/errno.js";
 import { nearestName } from "../util/nearest.js";
-import { flagName, NOT_SHOWN_FLAG, optionTooEarly, repeated, shownWord } from "./args.js";
+import {
+  flagName,
+  NOT_SHOWN_FLAG,
+  optionTooEarly,
+  repeated,
+  shownWord,
+  unexpectedArguments,
+} from "./args.js";
 import { EXIT_USAGE, missingSubcommand, UsageError } from "./errors.js";
 import { GATEWAY_V8_FLAGS } from "./gatewayFlags.js";
 import { PassphraseError } from "./passphrase.js";
@@ -212,6 +219,13 @@ export async function main(argv: string[]): Promise<number> {
     return name ? 0 : EXIT_USAGE;
   }
   if (name === "--version" || name === "-V") {
+    // a word after it is refused, as every command refuses a word too many (not shown: it may be
+    // a secret typed in the wrong place), not passed over with the version printed and exit 0
+    // Written here: named as a command's refusal is ("portcullis status: unexpected argument …").
+    if (rest.length > 0) {
+      process.stderr.write(`portcullis ${name}: ${unexpectedArguments(rest.length)}.\n`);
+      return EXIT_USAGE;
+    }
     const pkg = createRequire(import.meta.url)("../../package.json") as { version: string };
     process.stdout.write(`portcullis ${pkg.version}\n`);
     return 0;

@@ -49,10 +49,12 @@ export async function passkeyCommand(
     // named by the command, as vault's, unlock's and audit's are (its sentence names none)
     if (e instanceof KeyringMissingError) return fail(EXIT_USAGE, `passkey: ${e.message}`);
     if (e instanceof PasskeyError) {
-      // the message may hold an id as typed: printed inert
+      // the message may hold an id as typed: printed inert. Named by the subcommand that met it
+      // ("passkey rm: there is no passkey with that ID"), as the usage refusals are.
+      const sub = givenSubcommand(idAfterRm(args), OPTIONS, PASSKEY_SUBCOMMANDS);
       return fail(
         e.kind === "not-found" ? EXIT_USAGE : EXIT_CHECK_FAILED,
-        `passkey: ${safeText(e.message)}.`,
+        `passkey${sub ? ` ${sub}` : ""}: ${safeText(e.message)}.`,
       );
     }
     throw e;

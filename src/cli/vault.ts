@@ -90,6 +90,22 @@ An option may come before the subcommand: 'vault --json list' is 'vault list --j
 
 ${PASSPHRASE_HELP}`;
 
+/** Each its own short help: the vault's whole help (secrets, delivery) said little about them. */
+export const UNLOCK_HELP = `usage: portcullis unlock [--for DURATION] [--state-dir DIR]
+
+Asks for the passphrase, then lets running gateways use the vault's credentials until
+DURATION has passed (default 30m; e.g. 90s, 10m, 2h, 1h30m; at most 24h). A detached vault
+holder keeps them meanwhile. Replaces a running unlock (two at once take turns).
+'portcullis lock' ends it sooner; 'portcullis vault --help' covers storing the secrets.
+
+${PASSPHRASE_HELP}`;
+
+export const LOCK_HELP = `usage: portcullis lock [--state-dir DIR]
+
+Credentials stop at once, in every gateway of the state directory: their next call that
+needs one is refused vault_locked. Locking only takes authority away, so it does not ask
+for the passphrase. 'portcullis unlock' lets them use credentials again.`;
+
 const DEFAULT_UNLOCK_MS = 30 * 60_000;
 const MAX_UNLOCK_MS = 24 * 3600_000;
 
@@ -142,7 +158,7 @@ export async function unlockCommand(args: string[], ctx: { stateDir: string }): 
     false,
   );
   if (values.help) {
-    process.stdout.write(`${VAULT_HELP}\n`);
+    process.stdout.write(`${UNLOCK_HELP}\n`);
     return EXIT_OK;
   }
   return guarded("unlock", async () => {
@@ -216,7 +232,7 @@ export async function unlockCommand(args: string[], ctx: { stateDir: string }): 
 
 export async function lockCommand(args: string[], ctx: { stateDir: string }): Promise<number> {
   if (parse("lock", args, { help: { type: "boolean", short: "h" } }, false).values.help) {
-    process.stdout.write(`${VAULT_HELP}\n`);
+    process.stdout.write(`${LOCK_HELP}\n`);
     return EXIT_OK;
   }
   // Locking only removes authority: no passphrase.

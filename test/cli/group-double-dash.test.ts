@@ -96,7 +96,7 @@ describe("'--' in a command group", () => {
     ]) {
       const r = await runCli(args, { stateDir });
       expect(r.code, args.join(" ")).toBe(2);
-      expect(r.stderr, args.join(" ")).toMatch(/^portcullis passkey: there is no passkey with that ID/);
+      expect(r.stderr, args.join(" ")).toMatch(/^portcullis passkey rm: there is no passkey with that ID/);
     }
   });
 
