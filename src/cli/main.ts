@@ -384,8 +384,8 @@ async function reportFailure(e: unknown, command: string | undefined): Promise<n
   const { reportInternalError, scrubReleased } = await import("./lastResort.js");
   const { failureLine } = await import("./failureLine.js");
   // A state directory's or a store's sentence ("no state directory at …", "the store … cannot be
-  // written") names no command: it is shared by every command that reads state. It is named by
-  // the command that failed ("portcullis status: …", "portcullis vault: …"), as every other
+  // written"), or a configuration file's ("FILE: not valid JSON …"), names no command: it is
+  // shared by every command that reads state or the file. It is named by the command that failed ("portcullis status: …", "portcullis vault: …"), as every other
   // failure is, when that is one of the command line's (not an internal one's, nor a mistyped
   // word's) and the sentence names none itself.
   const stateSentence = (sentence: string) =>
@@ -409,7 +409,13 @@ async function reportFailure(e: unknown, command: string | undefined): Promise<n
       write(stateSentence(e.message));
       return EXIT_USAGE;
     }
-    if (e instanceof UsageError || e instanceof ConfigError || e instanceof PassphraseError) {
+    // A configuration's sentence ("FILE: …", shared by run, drill, console, …) is named by the
+    // command that read the file too: "portcullis run: FILE: …", as a state directory's is.
+    if (e instanceof ConfigError) {
+      write(stateSentence(e.message));
+      return EXIT_USAGE;
+    }
+    if (e instanceof UsageError || e instanceof PassphraseError) {
       write(e.message);
       return EXIT_USAGE;
     }

@@ -248,7 +248,10 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
     return 0;
   } catch (e) {
     if (e instanceof OnboardError) {
-      say(failureLine(e.message), process.stderr);
+      // a host file's sentence ("FILE does not parse …") names no command: named by this one
+      // ("portcullis wrap: FILE …"), as a portcullis.json's is by the command that read it
+      const line = failureLine(e.message);
+      say(line.startsWith("portcullis: ") ? failureLine(`${name}: ${e.message}`) : line, process.stderr);
       return EXIT_USAGE;
     }
     throw e;
@@ -386,7 +389,8 @@ function unwrap(files: HostFile[], stateDir: string, target: string | undefined)
       say(`  still wrapped, from another project: ${e} (unwrap it there, or unwrap ${r.file})`);
     for (const s of r.stuck) {
       stuck = true;
-      say(`portcullis: ${r.file}: not restored: ${s.todo}`, process.stderr);
+      // named by the command, as its other failures are
+      say(`portcullis unwrap: ${r.file}: not restored: ${s.todo}`, process.stderr);
     }
   }
   return stuck ? EXIT_CHECK_FAILED : 0;

@@ -24,7 +24,7 @@ describe("a portcullis.json that is a dangling symbolic link", () => {
     const run = await runCli(["run", "echo"], { stateDir, cwd: project, input: "" });
     expect(run.code).toBe(2);
     expect(run.stderr).toBe(
-      `portcullis: ${link}: cannot be read: it is a symbolic link whose target does not exist (ENOENT).\n`,
+      `portcullis run: ${link}: cannot be read: it is a symbolic link whose target does not exist (ENOENT).\n`,
     );
     // vault list reads the same file to say who uses each secret: a warning naming it
     const list = await runCli(["vault", "list"], { stateDir, cwd: project, input: "" });

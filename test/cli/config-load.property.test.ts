@@ -416,7 +416,7 @@ describe("portcullis.json through the real CLI: exit 2, one line naming the file
       expect(r.stderr.endsWith("\n"), shown).toBe(true);
       // biome-ignore lint/suspicious/noControlCharactersInRegex: a raw ESC or line break is the failure
       expect(r.stderr.slice(0, -1), shown).not.toMatch(/[\n\r\u001b]/);
-      expect(r.stderr.startsWith(`portcullis: ${file}: `), shown).toBe(true);
+      expect(r.stderr.startsWith(`portcullis run: ${file}: `), shown).toBe(true);
     }
     // doctor reads the same file from its working directory: a finding, never an internal error
     for (const [what, text] of samples.slice(0, 4)) {

@@ -17,7 +17,7 @@ describe("a portcullis.json without servers", () => {
       const r = await runCli(["run", "inventory"], { stateDir, cwd: dir, input: "" });
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toBe(
-        `portcullis: ${file}: has no "servers" (or its alias "mcpServers"): give the servers to run, by label, as {"servers": {"LABEL": {"command": …}}}.\n`,
+        `portcullis run: ${file}: has no "servers" (or its alias "mcpServers"): give the servers to run, by label, as {"servers": {"LABEL": {"command": …}}}.\n`,
       );
     }
   });
@@ -30,7 +30,7 @@ describe("a portcullis.json without servers", () => {
       writeFileSync(file, JSON.stringify({ [key]: [] }));
       const r = await runCli(["run", "inventory"], { stateDir, cwd: dir, input: "" });
       expect(r.code, r.stderr).toBe(2);
-      expect(r.stderr).toBe(`portcullis: ${file}: "${key}" must be an object of server labels.\n`);
+      expect(r.stderr).toBe(`portcullis run: ${file}: "${key}" must be an object of server labels.\n`);
     }
   });
 });

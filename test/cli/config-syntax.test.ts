@@ -49,7 +49,7 @@ describe("a portcullis.json that is not JSON", () => {
         const r = await runCli(args, { stateDir, cwd: dir, input: "" });
         const shown = `${args.join(" ")} on ${JSON.stringify(text)}: exit ${r.code}\n${r.stderr}`;
         expect(r.code, shown).toBe(2);
-        expect(r.stderr, shown).toBe(`portcullis: ${file}: not valid JSON (${said}).\n`);
+        expect(r.stderr, shown).toBe(`portcullis ${args[0]}: ${file}: not valid JSON (${said}).\n`);
         // V8's snippet holds ten characters either side: not even the token's start is shown
         expect(r.stdout + r.stderr, shown).not.toContain("sk-live");
       }

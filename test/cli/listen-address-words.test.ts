@@ -32,7 +32,7 @@ describe("a --listen address that cannot be used", () => {
       writeFileSync(file, JSON.stringify({ servers: { echo: { command, args, listen: address } } }));
       const key = await runCli(["run", "--config", file, "echo"], { stateDir, input: "" });
       expect(key.code, address).toBe(2);
-      expect(key.stderr, address).toBe(`portcullis: ${file}: servers.echo.listen ${said}.\n`);
+      expect(key.stderr, address).toBe(`portcullis run: ${file}: servers.echo.listen ${said}.\n`);
     }
   });
 });

@@ -30,7 +30,7 @@ describe("a file that is not UTF-8", () => {
     });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      `portcullis: ${file} cannot be read (it is not UTF-8 text: line 2, column 15 holds a byte that is not UTF-8; save it as UTF-8); nothing was written.\n`,
+      `portcullis wrap: ${file} cannot be read (it is not UTF-8 text: line 2, column 15 holds a byte that is not UTF-8; save it as UTF-8); nothing was written.\n`,
     );
     expect(readFileSync(file).equals(bytes)).toBe(true);
     expect(existsSync(`${file}.portcullis-backup`)).toBe(false);
@@ -66,7 +66,7 @@ describe("a file that is not UTF-8", () => {
     const r = await runCli(["run", "a"], { stateDir: newStateDir(), cwd: dir, input: "" });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      `portcullis: ${file}: is not UTF-8 text: line 2, column 19 holds a byte that is not UTF-8; save it as UTF-8.\n`,
+      `portcullis run: ${file}: is not UTF-8 text: line 2, column 19 holds a byte that is not UTF-8; save it as UTF-8.\n`,
     );
   });
 

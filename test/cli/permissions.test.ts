@@ -190,7 +190,7 @@ describe.skipIf(SKIP)("files this user may not use", () => {
     });
     const run = await runCli(["run", "--config", config, "p"], as);
     oneSentence(run);
-    expect(run.stderr).toBe(`portcullis: ${config}: cannot be read: ${DENIED}.\n`);
+    expect(run.stderr).toBe(`portcullis run: ${config}: cannot be read: ${DENIED}.\n`);
     if (ROOT) spawnSync("chown", ["65534:65534", keyring]);
     else chmodSync(keyring, 0o600);
     const passphrase = await runCli(["unlock"], { ...as, env: { HOME: stateDir, ...pass } });

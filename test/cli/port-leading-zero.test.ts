@@ -36,7 +36,7 @@ describe("a port with a leading zero", () => {
       writeFileSync(file, JSON.stringify({ servers: { echo: { command, args, listen: address } } }));
       const key = await runCli(["run", ...NO_SESSIONS, "--config", file, "echo"], { stateDir, input: "" });
       expect(key.code, address).toBe(2);
-      expect(key.stderr, address).toBe(`portcullis: ${file}: servers.echo.listen ${SAID}.\n`);
+      expect(key.stderr, address).toBe(`portcullis run: ${file}: servers.echo.listen ${SAID}.\n`);
     }
   });
 
@@ -73,7 +73,7 @@ describe("a port with a leading zero", () => {
     const key = await runCli(["run", "--config", file, "echo"], { stateDir, input: "" });
     expect(key.code).toBe(2);
     expect(key.stderr).toBe(
-      `portcullis: ${file}: servers.echo.credentials.K.hosts[0] "api.example.com:0443" ${SAID}.\n`,
+      `portcullis run: ${file}: servers.echo.credentials.K.hosts[0] "api.example.com:0443" ${SAID}.\n`,
     );
   });
 
@@ -92,7 +92,7 @@ describe("a port with a leading zero", () => {
       writeFileSync(file, JSON.stringify({ servers: { r: { url } } }));
       const key = await runCli(["run", "--config", file, "r"], { stateDir, input: "" });
       expect(key.code, url).toBe(2);
-      expect(key.stderr, url).toBe(`portcullis: ${file}: servers.r.url ${SAID}.\n`);
+      expect(key.stderr, url).toBe(`portcullis run: ${file}: servers.r.url ${SAID}.\n`);
     }
   });
 });

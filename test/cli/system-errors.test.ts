@@ -37,7 +37,7 @@ describe("a file or port that cannot be used", () => {
     );
     const config = join(dir, "in", "portcullis.json");
     expect(await said(["run", "--config", join(dir, "in", "portcullis.json"), "inv"])).toBe(
-      `portcullis: ${config}: cannot be read: ${MISSING}.\n`,
+      `portcullis run: ${config}: cannot be read: ${MISSING}.\n`,
     );
   });
 

@@ -142,7 +142,7 @@ describe("views print what others chose as text, never as terminal commands", ()
     expect(run.code).toBe(2);
     expect(run.stderr).toBe(
       // quoted in brackets by the configuration's own path (JSON's \r for the carriage return)
-      `portcullis: ${config}: servers.a.approval.tools["x\\u001b]0;pwned\\u0007\\r\\u001b[1A\\u001b[2K\\u202e"] must be one of session, per-call, none.\n`,
+      `portcullis run: ${config}: servers.a.approval.tools["x\\u001b]0;pwned\\u0007\\r\\u001b[1A\\u001b[2K\\u202e"] must be one of session, per-call, none.\n`,
     );
 
     const host = join(dir, "mcp.json");
@@ -159,7 +159,7 @@ describe("views print what others chose as text, never as terminal commands", ()
     writeFileSync(host, JSON.stringify({ mcpServers: { [key]: { command: "node", args: [1] } } }));
     const refused = await runCli(["wrap", host, "--dry-run", "--state-dir", stateDir], { cwd: dir });
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toMatch(new RegExp(`^portcullis: ${host}: server "x\\\\u001b`));
+    expect(refused.stderr).toMatch(new RegExp(`^portcullis wrap: ${host}: server "x\\\\u001b`));
     expect(refused.stderr).not.toMatch(CONTROL);
   });
 });

@@ -55,7 +55,7 @@ describe("portcullis console flags and configuration", () => {
       const twice = await runCli(["console", "--no-open", "--state-dir", stateDir], { cwd });
       expect(twice.code).toBe(2);
       expect(twice.stderr).toBe(
-        `portcullis: ${config}: console has the key "proofWindow" twice (lines 2 and 3); only the last would be read, so remove one.\n`,
+        `portcullis console: ${config}: console has the key "proofWindow" twice (lines 2 and 3); only the last would be read, so remove one.\n`,
       );
       writeFileSync(config, `\uFEFF${JSON.stringify({ servers: {}, console: { proofWindow: -5 } })}`);
       const bom = await runCli(["console", "--no-open", "--state-dir", stateDir], { cwd });
@@ -128,7 +128,7 @@ describe("portcullis console flags and configuration", () => {
         for (const flag of [["--proof-window", "60"], []]) {
           const r = await runCli(["console", "--no-open", ...flag, "--state-dir", stateDir], { cwd });
           expect(r.code, `${text} ${flag.join(" ")}: ${r.stderr}`).toBe(2);
-          expect(r.stderr).toContain(`portcullis: ${said}`);
+          expect(r.stderr).toContain(`portcullis console: ${said}`);
         }
       }
       expect(readConsoleAddress(stateDir)).toBeNull();

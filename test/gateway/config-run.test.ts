@@ -96,7 +96,7 @@ describe("portcullis run LABEL", () => {
     const missing = await runCli(["run", "x"], { cwd: dir, stateDir });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toBe(
-      `portcullis: ${join(dir, "portcullis.json")}: servers.x.cwd: ${join(dir, "no-such-dir")} does not exist.\n`,
+      `portcullis run: ${join(dir, "portcullis.json")}: servers.x.cwd: ${join(dir, "no-such-dir")} does not exist.\n`,
     );
     const notDir = await runCli(["run", "y"], { cwd: dir, stateDir });
     expect(notDir.code).toBe(2);
@@ -112,7 +112,7 @@ describe("portcullis run LABEL", () => {
     const r = await runCli(["run", "x"], { cwd: dir, stateDir: newStateDir() });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      `portcullis: ${join(dir, "portcullis.json")}: servers.x.cwd: ${join(dir, "no-such-dir")} does not exist.\n`,
+      `portcullis run: ${join(dir, "portcullis.json")}: servers.x.cwd: ${join(dir, "no-such-dir")} does not exist.\n`,
     );
   });
 
@@ -139,7 +139,7 @@ describe("portcullis run LABEL", () => {
       const r = await runCli(["run", label], { cwd: dir, stateDir });
       expect(r.code).toBe(2);
       expect(r.stderr).toBe(
-        `portcullis: ${file}: servers has the key "x" twice (lines 3 and 5); only the last would be read, so remove one.\n`,
+        `portcullis run: ${file}: servers has the key "x" twice (lines 3 and 5); only the last would be read, so remove one.\n`,
       );
     }
     writeFileSync(
@@ -149,7 +149,7 @@ describe("portcullis run LABEL", () => {
     const r = await runCli(["run", "x"], { cwd: dir, stateDir });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      `portcullis: ${file}: servers.x has the key "command" twice (lines 2 and 4); only the last would be read, so remove one.\n`,
+      `portcullis run: ${file}: servers.x has the key "command" twice (lines 2 and 4); only the last would be read, so remove one.\n`,
     );
   });
 
@@ -181,7 +181,7 @@ describe("portcullis run LABEL", () => {
       writeFileSync(file, `{"servers": {"x": {${entry}}}}\n`);
       const r = await runCli(["run", "x"], { cwd: dir, stateDir, input: "" });
       expect(r.code, entry).toBe(2);
-      expect(r.stderr).toBe(`portcullis: ${file}: ${said}\n`);
+      expect(r.stderr).toBe(`portcullis run: ${file}: ${said}\n`);
     }
   });
 
@@ -199,7 +199,7 @@ describe("portcullis run LABEL", () => {
     ] as const) {
       const r = await runCli([...args], { cwd: dir, stateDir, input: "", timeoutMs: 15_000 });
       expect(r.code, args.join(" ")).toBe(2);
-      expect(r.stderr).toBe(`portcullis: ${file}: is not a regular file (a FIFO, socket or device).\n`);
+      expect(r.stderr).toBe(`portcullis run: ${file}: is not a regular file (a FIFO, socket or device).\n`);
     }
   });
 

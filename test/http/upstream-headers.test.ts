@@ -348,7 +348,7 @@ describe("config headers from the vault", () => {
     const r = await runCli(["run", "--config", file, "r"], { stateDir: newStateDir() });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      `portcullis: ${file}: servers.r.headers.x-api-key is the same header as "X-Api-Key" (header names are case-insensitive); keep one.\n`,
+      `portcullis run: ${file}: servers.r.headers.x-api-key is the same header as "X-Api-Key" (header names are case-insensitive); keep one.\n`,
     );
     expect(r.stderr).not.toContain("first-value-7f3a");
   });

@@ -64,6 +64,6 @@ describe("doctor: what a command would refuse", () => {
     const findings = (JSON.parse(doctor.stdout) as { findings: Finding[] }).findings;
     const config = findings.find((f) => !f.ok && f.what.includes("portcullis.json"));
     expect(config, JSON.stringify(findings)).toBeDefined();
-    expect(`portcullis: ${config!.what}.\n`).toBe(run.stderr);
+    expect(`portcullis run: ${config!.what}.\n`).toBe(run.stderr);
   });
 });

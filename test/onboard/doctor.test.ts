@@ -221,7 +221,7 @@ describe("portcullis doctor", () => {
     expect(problems.map((p: { what: string }) => p.what)).toContain(why);
     const wrap = await u.cli(["wrap", "claude-code", "--dry-run"]);
     expect(wrap.code).toBe(2);
-    expect(wrap.stderr).toBe(`portcullis: ${why}; nothing was written.\n`);
+    expect(wrap.stderr).toBe(`portcullis wrap: ${why}; nothing was written.\n`);
     const drill = await u.cli(["drill", "inventory-local"]);
     expect(drill.code).toBe(2);
     expect(drill.stderr).toContain(why);

@@ -179,7 +179,7 @@ describe("portcullis drill: host configurations", () => {
     const unset = await drill(u, ["inv-unset"]);
     expect(unset.code).toBe(2);
     expect(unset.stderr).toMatch(
-      /^portcullis: \S+\/\.mcp\.json: server "inv-unset" args\[0\] uses \$\{DRILL_TEST_UNSET\}, which the drill cannot expand/,
+      /^portcullis drill: \S+\/\.mcp\.json: server "inv-unset" args\[0\] uses \$\{DRILL_TEST_UNSET\}, which the drill cannot expand/,
     );
   });
 
@@ -193,7 +193,7 @@ describe("portcullis drill: host configurations", () => {
     expect(r.code).toBe(2);
     expect(r.stdout).toBe("");
     expect(r.stderr).toBe(
-      `portcullis: ${file}: server "inv" env.API_KEY uses \${input:api-key}, which the drill cannot expand (vscode asks the user for its value when it starts the server); write the value in, or give the drill a portcullis.json entry for it.\n`,
+      `portcullis drill: ${file}: server "inv" env.API_KEY uses \${input:api-key}, which the drill cannot expand (vscode asks the user for its value when it starts the server); write the value in, or give the drill a portcullis.json entry for it.\n`,
     );
   });
 
@@ -216,7 +216,7 @@ describe("portcullis drill: host configurations", () => {
     const none = await drill(u, ["other", "--file", ".cursor/mcp.json"]);
     expect(none.code).toBe(2);
     expect(none.stderr).toBe(
-      `portcullis: ${cursor}: no server by that label (the label given is not repeated, in case it is a secret typed in the wrong place); it has inv.\n`,
+      `portcullis drill: ${cursor}: no server by that label (the label given is not repeated, in case it is a secret typed in the wrong place); it has inv.\n`,
     );
   });
 });
@@ -233,7 +233,7 @@ describe("portcullis drill: the label before the passphrase", () => {
     const unknown = await withoutTerminal(u.p.dir, ["nosuch", "--tool", "read_status"], u.env);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toBe(
-      `portcullis: no server by that label in portcullis.json or in any host configuration found from ${u.p.dir} (the label given is not repeated, in case it is a secret typed in the wrong place; 'portcullis doctor' lists the servers found from here).\n`,
+      `portcullis drill: no server by that label in portcullis.json or in any host configuration found from ${u.p.dir} (the label given is not repeated, in case it is a secret typed in the wrong place; 'portcullis doctor' lists the servers found from here).\n`,
     );
     const known = await withoutTerminal(u.p.dir, ["inv", "--tool", "read_status"], u.env);
     expect(known.code).toBe(2);
@@ -256,7 +256,7 @@ describe("portcullis drill: the label before the passphrase", () => {
     expect(r.code).toBe(2);
     expect(r.stdout).toBe("");
     expect(r.stderr).toBe(
-      `portcullis: ${file}: servers.inv takes secrets from the vault (credentials.INV_KEY); the drill runs in a throwaway state directory whose vault is empty, and never copies your secrets into it, so this entry cannot start there: drill a copy of the entry under another label, without them.\n`,
+      `portcullis drill: ${file}: servers.inv takes secrets from the vault (credentials.INV_KEY); the drill runs in a throwaway state directory whose vault is empty, and never copies your secrets into it, so this entry cannot start there: drill a copy of the entry under another label, without them.\n`,
     );
   });
 
@@ -269,12 +269,12 @@ describe("portcullis drill: the label before the passphrase", () => {
     const missing = await withoutTerminal(u.p.dir, ["inv", "--file", "no-such.json"], u.env);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toBe(
-      `portcullis: --file ${join(u.p.dir, "no-such.json")}: cannot read it: it does not exist; check the path (ENOENT).\n`,
+      `portcullis drill: --file ${join(u.p.dir, "no-such.json")}: cannot read it: it does not exist; check the path (ENOENT).\n`,
     );
     const through = await withoutTerminal(u.p.dir, ["inv", "--file", ".mcp.json/x.json"], u.env);
     expect(through.code).toBe(2);
     expect(through.stderr).toBe(
-      `portcullis: --file ${join(u.p.dir, ".mcp.json", "x.json")}: cannot read it: a part of its path is a file, not a directory; check the path (ENOTDIR).\n`,
+      `portcullis drill: --file ${join(u.p.dir, ".mcp.json", "x.json")}: cannot read it: a part of its path is a file, not a directory; check the path (ENOTDIR).\n`,
     );
   });
 });

@@ -148,7 +148,7 @@ describe("a host file that does not parse", () => {
     const said = `${u.files.codex} is not valid TOML (invalid value at line 3, column 40)`;
     const wrap = await u.cli(["wrap", "codex"]);
     expect(wrap.code).toBe(2);
-    expect(wrap.stderr).toBe(`portcullis: ${said}; nothing was written.\n`);
+    expect(wrap.stderr).toBe(`portcullis wrap: ${said}; nothing was written.\n`);
     const doctor = await u.cli(["doctor"]);
     expect(doctor.stdout).toContain(said);
     const json = await u.cli(["doctor", "--json"]);
@@ -165,14 +165,14 @@ describe("a host file that does not parse", () => {
     const r = await u.cli(["wrap", "claude-code", "--dry-run"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      `portcullis: ${u.files["claude-code"]} does not parse (line 2, column 27: something that is not a JSON value, such as a string without its double quotes); nothing was written.\n`,
+      `portcullis wrap: ${u.files["claude-code"]} does not parse (line 2, column 27: something that is not a JSON value, such as a string without its double quotes); nothing was written.\n`,
     );
     mkdirSync(join(u.root, "t"), { recursive: true });
     const trailing = join(u.root, "t", "mcp.json");
     writeFileSync(trailing, '{"mcpServers": {"a": {"command": "node"}}\n');
     const t = await u.cli(["wrap", trailing]);
     expect(t.stderr).toBe(
-      `portcullis: ${trailing} does not parse (line 2, column 1: '}' was expected); nothing was written.\n`,
+      `portcullis wrap: ${trailing} does not parse (line 2, column 1: '}' was expected); nothing was written.\n`,
     );
   });
 

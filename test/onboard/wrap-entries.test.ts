@@ -61,7 +61,7 @@ describe("entries wrap refuses or leaves alone, and why", () => {
     const before = read(file);
     const r = await u.cli(args);
     expect(r.code).toBe(2);
-    expect(r.stderr.trim()).toBe(`portcullis: ${message}`);
+    expect(r.stderr.trim()).toBe(`portcullis ${args[0]}: ${message}`);
     expect(read(file)).toBe(before);
     expect(existsSync(`${file}.portcullis-backup`)).toBe(false);
   }
@@ -177,7 +177,7 @@ describe("entries wrap refuses or leaves alone, and why", () => {
     ]) {
       const r = await u.cli(args, u.project);
       expect(r.code, r.stderr).toBe(2);
-      expect(r.stderr).toBe(`portcullis: ${said}; nothing was written.\n`);
+      expect(r.stderr).toBe(`portcullis wrap: ${said}; nothing was written.\n`);
     }
     const doctor = await u.cli(["doctor", "--json"], u.project);
     expect(doctor.code).toBe(1);
@@ -188,7 +188,7 @@ describe("entries wrap refuses or leaves alone, and why", () => {
     });
     const drill = await u.cli(["drill", "inv"], u.project);
     expect(drill.code).toBe(2);
-    expect(drill.stderr).toBe(`portcullis: ${said}.\n`);
+    expect(drill.stderr).toBe(`portcullis drill: ${said}.\n`);
   });
 
   it("doctor --json says which entries are HTTP, and which the host cannot start", async () => {

@@ -29,7 +29,9 @@ describe("wrap's refusal of a server key", () => {
       });
     const named = await wrap(["--servers", "nope"]);
     expect(named.code, named.stderr).toBe(2);
-    expect(named.stderr).toBe(`portcullis: ${file} has no server "nope" (--servers); nothing was written.\n`);
+    expect(named.stderr).toBe(
+      `portcullis wrap: ${file} has no server "nope" (--servers); nothing was written.\n`,
+    );
     for (const secret of SECRETS) {
       for (const args of [
         ["--servers", `inventory,${secret}`],

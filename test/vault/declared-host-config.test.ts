@@ -66,7 +66,7 @@ describe("declared hosts at config load", () => {
     const r = await runCli(["run", "inventory", "--config", file], { stateDir: newStateDir() });
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split("\n")).toEqual([
-      `portcullis: ${file}: servers.inventory.credentials.API_KEY.hosts[1] "1.2.3.999:443" is not a DNS name or an IP address.`,
+      `portcullis run: ${file}: servers.inventory.credentials.API_KEY.hosts[1] "1.2.3.999:443" is not a DNS name or an IP address.`,
     ]);
   });
 });

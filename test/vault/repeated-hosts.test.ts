@@ -52,7 +52,7 @@ describe("a host declared twice", () => {
     const r = await runCli(["run", "inventory", "--config", file], { stateDir: newStateDir() });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      `portcullis: ${file}: servers.inventory.credentials.API_KEY.hosts[2] "A.example." is the same host as hosts[0] (${BY_VALUE}); keep one.\n`,
+      `portcullis run: ${file}: servers.inventory.credentials.API_KEY.hosts[2] "A.example." is the same host as hosts[0] (${BY_VALUE}); keep one.\n`,
     );
   });
 });
