@@ -70,7 +70,7 @@ cancelled stays pending for a retry, and nothing waits on it meanwhile).
   --verbose   the full review, with the whole process chain (also --chain); --json
               always holds the whole request, so it changes nothing there
 Decide with 'portcullis approve --next', 'portcullis approve ID' or 'portcullis deny ID'.`,
-  approve: `usage: portcullis approve ID|--next [--for session|call] [--verbose] [--state-dir DIR]
+  approve: `usage: portcullis approve ID|--next [--for session|call] [--json] [--verbose] [--state-dir DIR]
 
 Shows the request's review, asks for the passphrase, then approves.
   --next          the oldest pending request a call waits on now (when no call
@@ -88,19 +88,27 @@ default there, as approve --next does not.
                   every argument whole. A one-call approval is of exactly the call's
                   arguments: when the card cut a value or left an argument out, it is
                   refused, and approve --for call --verbose shows them all
+  --json          the result as one JSON object on standard output (request, decision,
+                  grant with its id and mode, execution epoch, whether it covers nothing
+                  because the server's epoch moved on; with --next, why it was picked);
+                  the review and the prompts go to standard error and the terminal.
+                  Errors stay one sentence on standard error, with the same exit codes
 
 An approval is bound to the execution epoch its request named: when the server
 was replaced since, approve says so, and the approval covers nothing.
 
 ${PASSPHRASE_HELP}
 The passphrase is never accepted as an argument.`,
-  deny: `usage: portcullis deny ID|--next [--reason TEXT] [--verbose] [--state-dir DIR]
+  deny: `usage: portcullis deny ID|--next [--reason TEXT] [--json] [--verbose] [--state-dir DIR]
 
 Shows the request's review, asks for the passphrase, then denies it. The agent is
 told a human said no, with the reason when one is given (quote a reason of several words).
   --next          the oldest pending request a call waits on now (else the oldest),
                   as approve --next picks it, saying which and why
   --reason TEXT   the reason the agent is told
+  --json          the result as one JSON object on standard output (request, decision,
+                  reason, execution epoch; with --next, why it was picked); the review
+                  goes to standard error and the terminal; errors stay on standard error
   --verbose       the full review, with the whole process chain (also --chain)
 
 ${PASSPHRASE_HELP}`,
@@ -108,21 +116,24 @@ ${PASSPHRASE_HELP}`,
 
 Active grants: what a human approved, for which agent run, server label,
 execution epoch, tool fingerprints and credential scopes.`,
-  revoke: `usage: portcullis revoke GRANT [--state-dir DIR]
+  revoke: `usage: portcullis revoke GRANT [--json] [--state-dir DIR]
 
 Revokes a grant. It stops covering calls from the next call on; a call already
 forwarded is not recalled. Revoking only takes authority away, so it does not
-ask for the passphrase.`,
+ask for the passphrase.
+  --json   the result as one JSON object on standard output (the grant revoked: id,
+           mode, agent run, server label, execution epoch, scopes); errors stay on
+           standard error`,
 };
 
 const VERBOSE = { verbose: { type: "boolean" }, chain: { type: "boolean" } } as const;
 
 const OPTIONS = {
   approvals: { json: { type: "boolean" }, watch: { type: "boolean" }, ...VERBOSE },
-  approve: { for: { type: "string" }, next: { type: "boolean" }, ...VERBOSE },
-  deny: { reason: { type: "string" }, next: { type: "boolean" }, ...VERBOSE },
+  approve: { for: { type: "string" }, next: { type: "boolean" }, json: { type: "boolean" }, ...VERBOSE },
+  deny: { reason: { type: "string" }, next: { type: "boolean" }, json: { type: "boolean" }, ...VERBOSE },
   grants: { json: { type: "boolean" } },
-  revoke: {},
+  revoke: { json: { type: "boolean" } },
 } as const;
 
 const COMMON = { "state-dir": { type: "string" }, help: { type: "boolean", short: "h" } } as const;
@@ -250,13 +261,13 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
       case "grants":
         return listGrants(db, stateDir, !!v.json);
       case "approve":
-        if (v.next) return await decideNext(db, stateDir, forWhat, undefined, verbose);
-        return await approve(db, stateDir, id, forWhat, verbose);
+        if (v.next) return await decideNext(db, stateDir, forWhat, undefined, verbose, !!v.json);
+        return await approve(db, stateDir, id, forWhat, verbose, !!v.json);
       case "deny":
-        if (v.next) return await decideNext(db, stateDir, "deny", v.reason, verbose);
-        return await deny(db, stateDir, id, v.reason, verbose);
+        if (v.next) return await decideNext(db, stateDir, "deny", v.reason, verbose, !!v.json);
+        return await deny(db, stateDir, id, v.reason, verbose, !!v.json);
       case "revoke":
-        return await revoke(db, stateDir, id);
+        return await revoke(db, stateDir, id, !!v.json);
     }
   } finally {
     // A store file deleted or replaced while the human read the review or typed the passphrase
@@ -431,6 +442,7 @@ async function decideNext(
   choice: "session" | "call" | "deny" | undefined,
   reason: string | undefined,
   verbose: boolean,
+  json: boolean,
 ): Promise<number> {
   const picked = nextDecidable(db, stateDir);
   // named by the command, as its other refusals are ("portcullis approve --next: …")
@@ -456,14 +468,17 @@ async function decideNext(
   showHuman(
     `${verb} --next: ${req.request} (${subjectOf(req)}), ${picked.why}.\n${review(req, verbose, true)}\n\n`,
     !choice || typedPassphrase(),
+    json,
   );
   const decided = choice ? { choice, reason } : await askDecision(req);
   if (decided === null) {
-    process.stdout.write(`left ${req.request} pending\n`);
+    if (json) writeResult({ ...about(req), decision: "left-pending", picked: picked.why });
+    else process.stdout.write(`left ${req.request} pending\n`);
     return EXIT_OK;
   }
-  if (decided.choice === "deny") return deny(db, stateDir, req.request, decided.reason, verbose, true);
-  return approve(db, stateDir, req.request, decided.choice, verbose, req);
+  if (decided.choice === "deny")
+    return deny(db, stateDir, req.request, decided.reason, verbose, json, picked.why);
+  return approve(db, stateDir, req.request, decided.choice, verbose, json, req, picked.why);
 }
 
 /**
@@ -487,7 +502,10 @@ async function approve(
   id: string,
   forWhat: "session" | "call" | undefined,
   verbose: boolean,
+  json: boolean,
   shown?: ApprovalRequest,
+  /** why `--next` picked it, said in the JSON result */
+  picked?: string,
 ): Promise<number> {
   const req = pendingOrFail(db, "approval", id);
   // Without a terminal (a script, a CI job, an agent's subprocess; the passphrase then comes from
@@ -504,7 +522,7 @@ async function approve(
   if (scope === "session" && req.mode === "per-call") {
     throw new UsageError(`approve: ${PER_CALL_ONLY(req)}`);
   }
-  if (!shown) showHuman(`${review(listed(db, req), verbose, true)}\n\n`, typedPassphrase());
+  if (!shown) showHuman(`${review(listed(db, req), verbose, true)}\n\n`, typedPassphrase(), json);
   // A one-call approval signs the digest of exactly these arguments: not over a review that cut
   // one or left one out (an agent pads the harmful part past what the card shows). Refused before
   // the passphrase; the verbose review shows them whole. A session grant covers the tool's calls
@@ -526,7 +544,7 @@ async function approve(
   }
   // Said before the passphrase is asked, so the human can stop: the approval would cover nothing.
   const movedBefore = epochMovedOn(db, req.executionEpoch);
-  if (movedBefore) showHuman(`${epochEndedNote(req, movedBefore)}\n`, typedPassphrase());
+  if (movedBefore) showHuman(`${epochEndedNote(req, movedBefore)}\n`, typedPassphrase(), json);
   // What is approved is named in the lines the human reads as they type the passphrase: an agent
   // that ends the gateway of the request they meant (approve --next) has the next one decided.
   const what = subjectOf(shown ?? req);
@@ -535,12 +553,26 @@ async function approve(
       ? `To approve ${what} for this agent run and execution epoch (until the run ends or the server changes): the passphrase confirms it.\n`
       : `To approve this one call of ${what} only: the passphrase confirms it.\n`,
     typedPassphrase(),
+    json,
   );
   const { by, signer } = await verifyHuman(db, stateDir, `approve ${what} (${id})`);
   // What was shown is what is signed: a review changed in the store since then is not decided.
   const reviewed = reviewDigest((shown ?? req).review);
   const decided = decideRequest(db, id, { approve: true, for: scope, reviewed }, by, signer, stateDir);
   const grant = decided.grant!;
+  if (json) {
+    // the whole result as one object: what a script needs without parsing the sentence below
+    writeResult({
+      ...about(req),
+      decision: "approved",
+      for: scope,
+      grant,
+      coversNothing: decided.epochMovedOn !== null,
+      serverEpochNow: decided.epochMovedOn,
+      ...(picked !== undefined ? { picked } : {}),
+    });
+    return EXIT_OK;
+  }
   process.stdout.write(`approved ${id}: grant ${grant.grant} (${grant.mode}, until ${grant.expiresWhen})\n`);
   // The epoch may have ended while the passphrase was typed: what was decided is what counts.
   if (decided.epochMovedOn) {
@@ -560,9 +592,11 @@ async function approve(
  * > /dev/null`: the review went to the agent, and the human saw a passphrase prompt with nothing
  * above it.
  */
-function showHuman(text: string, asksOnTerminal: boolean): void {
-  process.stdout.write(text);
-  if (!asksOnTerminal || process.stdout.isTTY) return;
+function showHuman(text: string, asksOnTerminal: boolean, json: boolean): void {
+  // with --json, standard output is the result's alone: the review goes to standard error
+  const out = json ? process.stderr : process.stdout;
+  out.write(text);
+  if (!asksOnTerminal || out.isTTY) return;
   let fd: number;
   try {
     fd = openSync("/dev/tty", "w");
@@ -606,26 +640,54 @@ async function deny(
   id: string,
   reason: string | undefined,
   verbose: boolean,
-  shown = false,
+  json: boolean,
+  /** set by `--next`, which showed the review already: why it picked this request */
+  picked?: string,
 ): Promise<number> {
   const req = pendingOrFail(db, "denial", id);
-  if (!shown) showHuman(`${review(listed(db, req), verbose, true)}\n\n`, typedPassphrase());
+  if (picked === undefined)
+    showHuman(`${review(listed(db, req), verbose, true)}\n\n`, typedPassphrase(), json);
   const { by, signer } = await verifyHuman(db, stateDir, `deny ${subjectOf(req)} (${id})`);
   const denial: Decision = reason === undefined ? { approve: false } : { approve: false, reason };
   decideRequest(db, id, denial, by, signer, stateDir);
-  process.stdout.write(`denied ${id}\n`);
+  if (json)
+    writeResult({
+      ...about(req),
+      decision: "denied",
+      reason: reason ?? null,
+      ...(picked !== undefined ? { picked } : {}),
+    });
+  else process.stdout.write(`denied ${id}\n`);
   return EXIT_OK;
 }
 
-async function revoke(db: Store, stateDir: string, grant: string): Promise<number> {
+async function revoke(db: Store, stateDir: string, grant: string, json: boolean): Promise<number> {
   const g = getGrant(db, grant);
   if (!g) throw new GrantError(`there is no grant ${grant}`, "not-found");
   if (g.revokedAt) throw new GrantError(`grant ${grant} was already revoked at ${g.revokedAt}`, "not-active");
   if (g.endedAt)
     throw new GrantError(`grant ${grant} already ended at ${g.endedAt} (${g.endedReason})`, "not-active");
   const found = activeGrants(db).find((a) => a.grant === grant);
-  if (found) process.stdout.write(`${renderGrant(found)}\n\n`);
+  if (found && !json) process.stdout.write(`${renderGrant(found)}\n\n`);
   revokeGrant(db, grant, `${userName()} via 'portcullis revoke' (pid ${process.pid})`, stateDir);
-  process.stdout.write(`revoked ${grant}: it stops covering calls from the next call on\n`);
+  if (json) writeResult({ decision: "revoked", ...publicGrant(g), request: g.request });
+  else process.stdout.write(`revoked ${grant}: it stops covering calls from the next call on\n`);
   return EXIT_OK;
+}
+
+/** What a decision's JSON result says of its request (names and ids, never an argument's value). */
+function about(req: ApprovalRequest) {
+  return {
+    request: req.request,
+    agentRun: req.agentRun,
+    serverLabel: req.serverLabel,
+    tool: req.tool,
+    executionEpoch: req.executionEpoch,
+    mode: req.mode,
+  };
+}
+
+/** `--json`: the one object on standard output (escaped as every --json output is). */
+function writeResult(result: Record<string, unknown>): void {
+  process.stdout.write(`${printableJson(result)}\n`);
 }

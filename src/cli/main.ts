@@ -34,11 +34,12 @@ usage: portcullis <command> [options]
   approvals [--json] [--watch] [--verbose]
                                        pending approval requests, with what changed (--watch: live;
                                        --verbose: the full review, with the whole process chain)
-  approve ID|--next [--for session|call] [--verbose]
+  approve ID|--next [--for session|call] [--json] [--verbose]
                                        approve a request, or the oldest one (asks for the passphrase)
-  deny ID|--next [--reason TEXT] [--verbose]
+  deny ID|--next [--reason TEXT] [--json] [--verbose]
                                        deny a request, or the oldest one (asks for the passphrase)
-  grants [--json]  revoke GRANT        active grants; revoke one (next call)
+  grants [--json]  revoke GRANT [--json]
+                                       active grants; revoke one (next call)
   init                                 create the keyring (asks for a passphrase)
   passkey list|add|rm                  passkeys that approve in the console (rm needs no passphrase)
   vault set|list|rm                    secrets for credential scopes (values never printed)

@@ -11,8 +11,8 @@ import { newStateDir } from "../helpers/state.js";
 /** [the command's words, flags it takes that every help must name] */
 const FLAGS: [string[], string[]][] = [
   [["approvals"], ["--json", "--watch", "--verbose"]],
-  [["approve"], ["--next", "--for", "--verbose"]],
-  [["deny"], ["--next", "--reason", "--verbose"]],
+  [["approve"], ["--next", "--for", "--json", "--verbose"]],
+  [["deny"], ["--next", "--reason", "--json", "--verbose"]],
   [
     ["catalog", "show"],
     ["--revision", "--json"],
