@@ -75,8 +75,8 @@ function fromCache(module, filename, source, cachedData) {
 }
 
 const [name, topic] = process.argv.slice(2);
-// `portcullis help COMMAND` is COMMAND's --help: its file answers it
-const wanted = name === "help" && topic !== undefined ? topic : name;
+// `portcullis help COMMAND` (and `--help COMMAND`, `-h COMMAND`) is COMMAND's --help: its file answers it
+const wanted = (name === "help" || name === "--help" || name === "-h") && topic !== undefined ? topic : name;
 const file = Object.hasOwn(SERVED, wanted) ? SERVED[wanted] : "usage.cjs";
 // the gateway's V8 flags, before its file is compiled: V8 takes a code cache made under the same
 // flags only (scripts/bundle.mjs)

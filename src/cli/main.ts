@@ -200,8 +200,10 @@ for (const name of ["approvals", "approve", "deny", "grants", "revoke"] as const
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  // `portcullis help run` is `portcullis run --help`, as git and npm read it
-  if (name === "help" && rest.length > 0) {
+  // `portcullis help run` is `portcullis run --help`, as git and npm read it; so is
+  // `portcullis --help run` (git's reading too): the word after it was passed over, and the
+  // whole list printed with exit 0
+  if ((name === "help" || name === "--help" || name === "-h") && rest.length > 0) {
     const [topic, ...more] = rest;
     if (more.length > 0) throw new UsageError("help: give one command (portcullis help COMMAND).");
     // the help of help (`help --help`, `help -h`, `help help`) is the command list

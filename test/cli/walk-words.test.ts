@@ -1,6 +1,7 @@
 // A fresh user's walk through the command line found words passed over or misnamed:
 // - `portcullis --version extra` printed the version and exit 0, where every command refuses a
-//   word too many (exit 2, the word not shown: it may be a secret typed in the wrong place);
+//   word too many (exit 2, the word not shown: it may be a secret typed in the wrong place), and
+//   `portcullis --help run` printed the whole list, where `portcullis help run` prints run's help;
 // - `lock --help` and `unlock --help` printed the vault's whole help (secrets, delivery), where
 //   each command's help is its own;
 // - `catalog diff LABEL 1 2 3` said "give both FROM and TO, or neither", when both were given and
@@ -30,6 +31,20 @@ describe("words a fresh user typed", () => {
     }
     // alone, it still works
     expect((await runCli(["--version"])).stdout).toMatch(/^portcullis \d+\.\d+\.\d+\n$/);
+  });
+
+  it("--help COMMAND and -h COMMAND are the command's help, as 'help COMMAND' is", async () => {
+    for (const flag of ["--help", "-h"]) {
+      const r = await runCli([flag, "lock"]);
+      expect(r.code, `${flag} lock`).toBe(0);
+      expect(r.stdout, `${flag} lock`).toMatch(/^usage: portcullis lock /);
+      const run = await runCli([flag, "run"]);
+      expect(run.stdout, `${flag} run`).toMatch(/^usage: portcullis run /);
+      // a word too many is refused as 'help a b' refuses it
+      const two = await runCli([flag, "lock", "unlock"]);
+      expect(two.code).toBe(2);
+      expect(two.stderr).toBe("portcullis help: give one command (portcullis help COMMAND).\n");
+    }
   });
 
   it("lock --help and unlock --help are each their own, not the vault's", async () => {
