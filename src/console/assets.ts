@@ -232,7 +232,10 @@ table { border-collapse: collapse; width: 100%; } th, td { text-align: left; ver
 .server-says { margin: .3rem 0; padding: .25rem .5rem; border: 1px dashed var(--muted); border-radius: 4px; background: var(--bg); }
 .server-says figcaption { font-size: 12px; font-style: italic; color: var(--muted); text-transform: none; letter-spacing: normal; }
 .server-says pre.said { margin: .15rem 0 0; font-weight: 400; text-transform: none; letter-spacing: normal; }
-.cut-note { margin: .1rem 0 0; font-size: 12px; font-style: italic; font-weight: 600; color: var(--expand); }
+.cut-note { margin: .1rem 0 0; font-size: 12px; font-style: italic; font-weight: 600; color: var(--expand); text-transform: none; letter-spacing: normal; }
+/* a name's box and its note inside a heading, a sentence or a cell are spans drawn as blocks;
+   a hidden note stays hidden (an author display rule would beat the browser's [hidden]) */
+span.name-box, span.cut-note { display: block; } .cut-note[hidden] { display: none; }
 .inputs-line { margin: .2rem 0; }
 .decide { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin-top: .8rem; padding-top: .6rem; border-top: 1px solid var(--line); }
 form.inline { display: inline; }

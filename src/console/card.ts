@@ -27,7 +27,7 @@ import { MAX_REASON } from "../util/cut.js";
 import { displayCommand } from "../util/redact.js";
 import { type Html, html, nameHtml } from "./html.js";
 import { type PasskeyDecisions, passkeyDecisionNote } from "./passkeyPages.js";
-import { cappedName, cappedValue, quotingServer, serverSays } from "./serverText.js";
+import { cappedName, cappedToolName, cappedValue, quotingServer, serverSays } from "./serverText.js";
 
 function chainLine(e: ChainEntry): Html {
   return html`<li><code>pid ${e.pid}</code> ${e.executable ?? "(executable unknown)"}${
@@ -113,7 +113,7 @@ function toolText(r: Review): Html {
 
 function toolPart(r: Review): Html {
   const since = r.tool.sinceLastGrant;
-  return html`<section class="tool"><h3>The tool <code>${nameHtml(r.tool.name)}</code> <span class="mode">${
+  return html`<section class="tool"><h3>The tool ${cappedToolName(r.tool.name, true)} <span class="mode">${
     r.tool.mode === "per-call" ? "per-call (every call asks)" : "session"
   }</span></h3>
     ${isPlainAscii(r.tool.name) ? "" : html`<p class="error" data-testid="not-ascii-name">${NOT_ASCII_NOTE}</p>`}
@@ -203,6 +203,18 @@ export function decisionForm(
   </form></div>${passkey ? passkeyDecisionNote(passkey, req.request) : ""}`;
 }
 
+/**
+ * The card's title, a link to the request's own page: the server and the tool. A tool name too
+ * long to fit a few lines is in its capped box after the link (a box that scrolls inside a link
+ * would be a link to scroll), with its note.
+ */
+function cardTitle(request: string, r: Review): Html {
+  const href = `/requests/${encodeURIComponent(request)}`;
+  const name = cappedToolName(r.tool.name);
+  if (name.text === nameHtml(r.tool.name).text) return html`<a href="${href}">${r.serverLabel} · ${name}</a>`;
+  return html`<a href="${href}">${r.serverLabel} ·</a> ${name}`;
+}
+
 /** One pending request's card (`pending-request`), with the form when it can still be decided. */
 export function reviewCard(
   given: ApprovalRequest &
@@ -219,7 +231,7 @@ export function reviewCard(
   const r = req.review;
   const pending = req.state === "pending";
   return html`<article class="card" ${pending ? html`data-testid="pending-request"` : ""} data-request-id="${req.request}">
-    <header><h2><a href="/requests/${encodeURIComponent(req.request)}">${r.serverLabel} · ${nameHtml(r.tool.name)}</a></h2>
+    <header><h2>${cardTitle(req.request, r)}</h2>
       <p class="meta">request <code>${req.request}</code> · ${req.state}${
         req.waiting === false ? " (nobody is waiting for it any more)" : ""
       } · asked ${r.createdAt} · expires ${r.expiresAt}</p>${pending ? callWaits(given) : ""}${epochEnded(req.executionEpoch, given.epochMovedOn)}</header>

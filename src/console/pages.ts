@@ -23,6 +23,7 @@ import { CONSOLE_CSS } from "./assets.js";
 import { notHonouredNote, type reviewCard, reviewCardOrNotice } from "./card.js";
 import { type Html, html, nameHtml } from "./html.js";
 import { loginPasskeyPart, type PasskeyDecisions } from "./passkeyPages.js";
+import { cappedToolName } from "./serverText.js";
 
 export interface PageChrome {
   title: string;
@@ -146,7 +147,7 @@ export function proofBody(
   fresh = false,
 ): Html {
   return html`<section class="proof-form"><h1>Prove it is you to ${ACTION_TEXT[action] ?? action}</h1>
-  <p>request <code>${req.request}</code>: ${req.serverLabel} · ${nameHtml(req.tool)}${reason ? html` — reason: ${reason}` : ""}</p>
+  <p>request <code>${req.request}</code>: ${req.serverLabel} · ${cappedToolName(req.tool)}${reason ? html` — reason: ${reason}` : ""}</p>
   ${fresh ? html`<p class="note" data-testid="fresh-proof-note">This tool is approved one call at a time, each with the passphrase typed for it (console.perCallProof is "fresh"): a proof held from earlier does not decide it.</p>` : ""}
   ${problem ? html`<p class="error" role="alert">${problem}</p>` : ""}
   <form method="post" action="/requests/${encodeURIComponent(req.request)}/decide">
@@ -193,7 +194,7 @@ export function grantsBody(db: Store, stateDir: string, csrf: string): Html {
       : html`<table class="grants"><thead><tr><th>grant</th><th>server · tools</th><th>mode</th><th>epoch</th><th>credentials</th><th>issued</th><th></th></tr></thead><tbody>${grants.map(
           (g) => html`<tr data-testid="grant" data-grant-id="${g.grant}">
           <td><code>${g.grant}</code>${g.runAlive ? "" : html`<br><small>its gateway is gone</small>`}</td>
-          <td>${g.serverLabel} · ${g.toolScope.map((t, i) => html`${i > 0 ? ", " : ""}${nameHtml(t.name)}`)}</td>
+          <td>${g.serverLabel} · ${g.toolScope.map((t, i) => html`${i > 0 ? ", " : ""}${cappedToolName(t.name)}`)}</td>
           <td>${g.mode}</td><td><code>${g.executionEpoch}</code></td>
           <td>${g.credentialScope.length ? g.credentialScope.join(", ") : "(none)"}</td>
           <td>${g.issuedAt}<br><small>${g.approvedBy}</small>${notHonouredNote(shown.grant(g))}</td>
@@ -284,7 +285,7 @@ export function auditBody(d: AuditPageData, csrf: string, held = false): Html {
           .reverse()
           .map(
             (a) =>
-              html`<tr><td>${a.at}</td><td>${a.server ?? "-"}</td><td>${a.tool === null ? "-" : nameHtml(a.tool)}</td><td><code>${a.epoch ?? "-"}</code></td><td>${a.revision ?? "-"}</td><td><code>${a.grant ?? "-"}</code></td><td>${a.decision}</td><td>${shownOutcome(a)}</td></tr>`,
+              html`<tr><td>${a.at}</td><td>${a.server ?? "-"}</td><td>${a.tool === null ? "-" : cappedToolName(a.tool)}</td><td><code>${a.epoch ?? "-"}</code></td><td>${a.revision ?? "-"}</td><td><code>${a.grant ?? "-"}</code></td><td>${a.decision}</td><td>${shownOutcome(a)}</td></tr>`,
           )}</tbody></table></section>`
       : html`<section><h2>Sessions and activity</h2>
         ${d.openProblem ? html`<p class="error" role="alert">${d.openProblem}</p>` : ""}

@@ -7,7 +7,7 @@
  * that says whose words they are ("The server says, as …"), in monospace and never in the card's
  * heading style, and its height is capped: the box scrolls. The agent's argument values (and a
  * long argument name) are capped the same way, so a huge one leaves every later argument's name
- * on the card.
+ * on the card, and so is a long tool name wherever a page names it.
  *
  * Nothing in a box is ever hidden without a note saying so: the note under it ("(N lines; scroll to
  * read all)") is written whenever the text may not fit (`mayOverflow`, a bound that holds even in
@@ -81,6 +81,34 @@ export function quotingServer(caption: string, text: string, kind: string): Html
 /** An argument's value (`shown`: as the terminal writes it), capped in height with its note. */
 export function cappedValue(shown: string): Html {
   return html`<div class="value-box capped" data-capped tabindex="0"><code class="value">${shown}</code></div>${noteAfter(shown)}`;
+}
+
+/**
+ * The note as a phrasing element, for a box inside a heading, a sentence or a link (`<span>`: a
+ * `<p>` there is not allowed); the stylesheet draws it as a line of its own.
+ */
+function inlineNoteAfter(text: string): Html {
+  return html`<span class="cut-note" data-testid="cut-note">${cutNote(text)}</span>`;
+}
+
+/**
+ * A tool's name where the page names it: in the card's headings, on the Grants, Audit and
+ * Catalog pages, on the passphrase page of a decision. A name is shown by its first 128
+ * characters (displayName), and escaped that is up to ~800, dozens of lines in a heading or a
+ * table cell. Past what fits the narrowest such place (as an argument's name: 6 lines of 6
+ * characters) it is in a capped, scrolling box, with its note; a shorter one is drawn as it was.
+ */
+export function cappedToolName(name: string, asCode = false): Html {
+  return cappedPhrase(displayName(name), asCode ? html`<code>${nameHtml(name)}</code>` : nameHtml(name));
+}
+
+/**
+ * Any short text a page draws inline that the server chose the length of (a field's path in the
+ * Catalog page's diff: the server names its inputs), capped as a tool's name is.
+ */
+export function cappedPhrase(shown: string, inner: Html = html`<span class="name">${shown}</span>`): Html {
+  if (!mayOverflow(shown, NAME_NARROWEST_CHARS, NAME_LINES)) return inner;
+  return html`<span class="name-box capped" data-capped tabindex="0">${inner}</span>${inlineNoteAfter(shown)}`;
 }
 
 /**
