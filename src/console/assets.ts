@@ -236,6 +236,7 @@ table { border-collapse: collapse; width: 100%; } th, td { text-align: left; ver
 /* a name's box and its note inside a heading, a sentence or a cell are spans drawn as blocks;
    a hidden note stays hidden (an author display rule would beat the browser's [hidden]) */
 span.name-box, span.cut-note { display: block; } .cut-note[hidden] { display: none; }
+.args-count { margin: 0 0 .6rem; font-size: 12px; font-weight: 600; }
 .inputs-line { margin: .2rem 0; }
 .decide { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin-top: .8rem; padding-top: .6rem; border-top: 1px solid var(--line); }
 form.inline { display: inline; }

@@ -26,6 +26,13 @@ import { writtenServerInfo } from "../identity/index.js";
 import { MAX_REASON } from "../util/cut.js";
 import { displayCommand } from "../util/redact.js";
 import { type Html, html, nameHtml } from "./html.js";
+import {
+  argumentsAnchor,
+  argumentsRecap,
+  argumentsSummary,
+  decisionAnchor,
+  MANY_ARGUMENTS,
+} from "./manyArguments.js";
 import { type PasskeyDecisions, passkeyDecisionNote } from "./passkeyPages.js";
 import { cappedName, cappedToolName, cappedValue, quotingServer, serverSays } from "./serverText.js";
 
@@ -134,8 +141,8 @@ function mixedScript(a: Review["arguments"][number]): Html | "" {
     : html`<p class="error" data-testid="mixed-script-value">${mixedScriptNote(mixed)}</p>`;
 }
 
-function argumentsPart(r: Review): Html {
-  return html`<section class="args"><h3>Arguments <small>(schema defaults applied, secrets redacted)</small></h3>
+function argumentsPart(r: Review, request: string): Html {
+  return html`<section class="args" id="${argumentsAnchor(request)}"><h3>Arguments <small>(schema defaults applied, secrets redacted)</small></h3>
     ${
       r.arguments.length === 0
         ? html`<p>(none)</p>`
@@ -187,7 +194,10 @@ export function decisionForm(
   const open = html`<form method="post" action="/requests/${encodeURIComponent(req.request)}/decide" ${
     passkey?.here ? html`data-passkey="decide" data-request="${req.request}"` : ""
   }><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="reviewed" value="${reviewed}">`;
-  return html`<div class="decide">${open}
+  const count = req.review.arguments.length;
+  // the target of the summary's link: the recap when there is one, so the count shows above the buttons
+  const target = count > MANY_ARGUMENTS ? "" : html`id="${decisionAnchor(req.request)}"`;
+  return html`${argumentsRecap(req.request, count)}<div class="decide" ${target}>${open}
     ${
       perCall
         ? ""
@@ -234,8 +244,10 @@ export function reviewCard(
     <header><h2>${cardTitle(req.request, r)}</h2>
       <p class="meta">request <code>${req.request}</code> · ${req.state}${
         req.waiting === false ? " (nobody is waiting for it any more)" : ""
-      } · asked ${r.createdAt} · expires ${r.expiresAt}</p>${pending ? callWaits(given) : ""}${epochEnded(req.executionEpoch, given.epochMovedOn)}</header>
-    <div class="grid">${whoAsks(r)}${whatChanged(r)}${toolPart(r)}${argumentsPart(r)}</div>
+      } · asked ${r.createdAt} · expires ${r.expiresAt}</p>${pending ? callWaits(given) : ""}${
+        pending ? argumentsSummary(req.request, r.arguments.length) : ""
+      }${epochEnded(req.executionEpoch, given.epochMovedOn)}</header>
+    <div class="grid">${whoAsks(r)}${whatChanged(r)}${toolPart(r)}${argumentsPart(r, req.request)}</div>
     ${pending ? decisionForm(req, csrf, reviewDigest(given.review), passkey) : html`${decided(req)}${notHonouredNote(given.notHonoured ?? null)}`}
   </article>`;
 }
