@@ -213,7 +213,8 @@ code, pre { font: 12px/1.4 ui-monospace, monospace; overflow-wrap: anywhere; }
    the table, so a long one never squeezes its value into one character a line */
 .name { white-space: pre-wrap; overflow-wrap: anywhere; text-transform: none; letter-spacing: normal; }
 .args th { width: 30%; }
-pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: .2rem 0; max-height: 14rem; overflow: auto; }
+/* no height cap here: a box capped without its note hides text silently (the capped boxes are .capped) */
+pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: .2rem 0; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 6px; padding: .8rem 1rem; margin-bottom: 1rem; }
 .card .meta { color: var(--muted); margin: .2rem 0 .6rem; font-size: 12px; }
 .card .call-wait { margin: -.4rem 0 .6rem; font-size: 12px; } .card .call-wait-no { font-weight: 600; }
@@ -237,6 +238,12 @@ table { border-collapse: collapse; width: 100%; } th, td { text-align: left; ver
    a hidden note stays hidden (an author display rule would beat the browser's [hidden]) */
 span.name-box, span.cut-note { display: block; } .cut-note[hidden] { display: none; }
 .args-count { margin: 0 0 .6rem; font-size: 12px; font-weight: 600; }
+.server-says table { margin: .15rem 0 0; }
+/* the Catalog page's diff: columns of fixed shares, so a value as wide as the server likes cannot
+   squeeze the others into a letter a line (a table's automatic layout sizes columns by content) */
+table.diff { table-layout: fixed; }
+table.diff thead th:nth-child(1) { width: 22%; } table.diff thead th:nth-child(2) { width: 12%; }
+table.diff thead th:nth-child(3), table.diff thead th:nth-child(4) { width: 28%; } table.diff thead th:nth-child(5) { width: 10%; }
 .inputs-line { margin: .2rem 0; }
 .decide { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin-top: .8rem; padding-top: .6rem; border-top: 1px solid var(--line); }
 form.inline { display: inline; }

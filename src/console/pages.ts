@@ -14,16 +14,17 @@ import {
   shownOutcome,
 } from "../audit/views.js";
 import { diffCatalogs, getRevision, listRevisions, shownDiff } from "../catalog/index.js";
-import { jsonText } from "../catalog/text.js";
+import { displayJson, jsonText } from "../catalog/text.js";
 import { epochBegan, type GatewayRow } from "../gateway/registry.js";
+import { type ExecutionRecord, writtenServerInfo } from "../identity/index.js";
 import type { Store } from "../store/db.js";
 import { displayCommand } from "../util/redact.js";
 import { assetPath, CONSOLE_SCRIPT, integrity } from "./assetPaths.js";
 import { CONSOLE_CSS } from "./assets.js";
 import { notHonouredNote, type reviewCard, reviewCardOrNotice } from "./card.js";
-import { type Html, html, nameHtml } from "./html.js";
+import { type Html, html } from "./html.js";
 import { loginPasskeyPart, type PasskeyDecisions } from "./passkeyPages.js";
-import { cappedToolName } from "./serverText.js";
+import { cappedPhrase, cappedToolName, cappedValue, quotingServerHtml, serverSays } from "./serverText.js";
 
 export interface PageChrome {
   title: string;
@@ -173,16 +174,35 @@ export function serversBody(rows: GatewayRow[]): Html {
           return html`<article class="server"><h2>${g.serverLabel} <span class="state state-${g.state}">${g.state}</span></h2>
           <p class="meta">gateway pid ${g.pid}${g.unseen ? ` (${g.unseen === "cannot tell" ? "cannot tell whether it runs" : "in another PID namespace"})` : ""} since ${g.startedAt}${g.running ? "" : html` · ended ${g.endedAt ?? ""}`}</p>
           ${
-            r
-              ? html`<dl><dt>epoch</dt><dd><code>${r.epoch}</code> (${epochBegan(g.epochReason, r)})</dd>
+            r?.remote
+              ? remoteServer(r)
+              : r
+                ? html`<dl><dt>epoch</dt><dd><code>${r.epoch}</code> (${epochBegan(g.epochReason, r)})</dd>
             <dt>command</dt><dd><code>${displayCommand(r.launchCommand)}</code></dd>
             ${r.entry ? html`<dt>entry</dt><dd>${r.entry.path} <code>sha256:${r.entry.sha256.slice(0, 16)}…</code></dd>` : ""}
             <dt>identity</dt><dd><code>${r.identityDigest}</code></dd></dl>`
-              : html`<p>no execution record yet</p>`
+                : html`<p>no execution record yet</p>`
           }
           <ul class="status">${g.status.slice(-8).map((s) => html`<li><time>${s.at}</time> ${s.line}</li>`)}</ul></article>`;
         })
   }`;
+}
+
+/**
+ * A server reached over HTTP, as `portcullis status` shows it: its URL, its certificate chain's
+ * digest, and its serverInfo, its own words, framed and captioned as such and capped.
+ */
+function remoteServer(r: ExecutionRecord): Html {
+  const x = r.remote!;
+  return html`<dl data-testid="remote"><dt>epoch</dt><dd><code>${r.epoch}</code> (remote, since ${r.startedAt})</dd>
+            <dt>url</dt><dd><code>${x.url}</code></dd>
+            <dt>tls chain</dt><dd><code>${x.certificateChainSha256 ?? "none (http://: nothing tells one server at this address from another)"}</code></dd>
+            <dt>serverInfo</dt><dd>${
+              x.serverInfo
+                ? serverSays("its serverInfo", displayJson(writtenServerInfo(x) ?? "null", 300), "serverInfo")
+                : "(not initialized yet)"
+            }</dd>
+            <dt>identity</dt><dd><code>${r.identityDigest}</code></dd></dl>`;
 }
 
 export function grantsBody(db: Store, stateDir: string, csrf: string): Html {
@@ -246,15 +266,22 @@ function sideBySide(before: { name: string }[], after: { name: string }[], a: nu
       ? "(no change)"
       : html`<span class="cls cls-${diff.expands ? "expands" : "other"}">${diff.expands ? "expands authority" : "does not expand authority"}</span>`
   }</h3>
-  <table class="diff"><thead><tr><th>tool · field</th><th>change</th><th>revision ${a}</th><th>revision ${b}</th><th>class</th></tr></thead><tbody>${diff.entries.map(
-    (e) =>
-      html`<tr class="entry"><th colspan="4">${e.kind} <code>${nameHtml(e.tool)}</code>${e.renameCandidate ? html` (rename of ${nameHtml(e.renameCandidate)}?)` : ""}</th><td><span class="cls cls-${e.classification}">${e.classification}</span></td></tr>${e.changes.map(
-        (c) =>
-          html`<tr><td><code class="name">${c.path || "(tool)"}</code></td><td>${c.change}</td><td><code class="value">${
-            c.before === undefined ? "" : jsonText(c.before)
-          }</code></td><td><code class="value">${c.after === undefined ? "" : jsonText(c.after)}</code></td><td><span class="cls cls-${c.classification}">${c.classification}</span></td></tr>`,
-      )}`,
-  )}</tbody></table>`;
+  ${quotingServerHtml(
+    "The catalog diff",
+    "catalog-diff",
+    html`<table class="diff"><thead><tr><th>tool · field</th><th>change</th><th>revision ${a}</th><th>revision ${b}</th><th>class</th></tr></thead><tbody>${diff.entries.map(
+      (e) =>
+        html`<tr class="entry"><th colspan="4">${e.kind} ${cappedToolName(e.tool, true)}${e.renameCandidate ? html` (rename of ${cappedToolName(e.renameCandidate)}?)` : ""}</th><td><span class="cls cls-${e.classification}">${e.classification}</span></td></tr>${e.changes.map(
+          (c) =>
+            html`<tr><td>${cappedPhrase(c.path || "(tool)", html`<code class="name">${c.path || "(tool)"}</code>`)}</td><td>${c.change}</td><td>${diffValue(c.before)}</td><td>${diffValue(c.after)}</td><td><span class="cls cls-${c.classification}">${c.classification}</span></td></tr>`,
+        )}`,
+    )}</tbody></table>`,
+  )}`;
+}
+
+/** One side of a changed field: the server's value, capped with its note as on the card. */
+function diffValue(v: unknown): Html | "" {
+  return v === undefined ? "" : cappedValue(jsonText(v));
 }
 
 export interface AuditPageData {

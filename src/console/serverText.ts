@@ -7,7 +7,8 @@
  * that says whose words they are ("The server says, as …"), in monospace and never in the card's
  * heading style, and its height is capped: the box scrolls. The agent's argument values (and a
  * long argument name) are capped the same way, so a huge one leaves every later argument's name
- * on the card, and so is a long tool name wherever a page names it.
+ * on the card, and so is a long tool name wherever a page names it. The Catalog page's diff and
+ * the Servers page's serverInfo are framed, captioned and capped the same way.
  *
  * Nothing in a box is ever hidden without a note saying so: the note under it ("(N lines; scroll to
  * read all)") is written whenever the text may not fit (`mayOverflow`, a bound that holds even in
@@ -76,6 +77,16 @@ export function quotingServer(caption: string, text: string, kind: string): Html
   return html`<figure class="server-says" data-testid="server-text" data-said="${kind}">
       <figcaption>${caption}, quoting the server's words:</figcaption>
       <pre class="said capped" data-capped tabindex="0">${text}</pre>${noteAfter(text)}</figure>`;
+}
+
+/**
+ * The same frame and caption around markup the gateway built over the server's words (the
+ * Catalog page's diff table, each of its values capped in its own box): the frame is not capped
+ * as a whole, its boxes are.
+ */
+export function quotingServerHtml(caption: string, kind: string, inner: Html): Html {
+  return html`<figure class="server-says" data-testid="server-text" data-said="${kind}">
+      <figcaption>${caption}, quoting the server's words:</figcaption>${inner}</figure>`;
 }
 
 /** An argument's value (`shown`: as the terminal writes it), capped in height with its note. */
