@@ -24,7 +24,15 @@ import { CONSOLE_CSS } from "./assets.js";
 import { notHonouredNote, type reviewCard, reviewCardOrNotice } from "./card.js";
 import { type Html, html } from "./html.js";
 import { loginPasskeyPart, type PasskeyDecisions } from "./passkeyPages.js";
-import { cappedPhrase, cappedToolName, cappedValue, quotingServerHtml, serverSays } from "./serverText.js";
+import {
+  cappedPhrase,
+  cappedToolName,
+  cappedValue,
+  cutNote,
+  mayOverflow,
+  quotingServerHtml,
+  serverSays,
+} from "./serverText.js";
 
 export interface PageChrome {
   title: string;
@@ -183,9 +191,19 @@ export function serversBody(rows: GatewayRow[]): Html {
             <dt>identity</dt><dd><code>${r.identityDigest}</code></dd></dl>`
                 : html`<p>no execution record yet</p>`
           }
-          <ul class="status">${g.status.slice(-8).map((s) => html`<li><time>${s.at}</time> ${s.line}</li>`)}</ul></article>`;
+          <ul class="status">${g.status.slice(-8).map(statusLine)}</ul></article>`;
         })
   }`;
+}
+
+/**
+ * One of a gateway's status lines. They are the gateway's sentences, but some quote what the
+ * server said (why a remote session ended), at any length: a long one is capped in height, as a
+ * value on the card is, the note after it a list item of its own.
+ */
+function statusLine(s: { at: string; line: string }): Html {
+  if (!mayOverflow(s.line)) return html`<li><time>${s.at}</time> ${s.line}</li>`;
+  return html`<li class="capped" data-capped tabindex="0"><time>${s.at}</time> ${s.line}</li><li class="cut-note" data-testid="cut-note">${cutNote(s.line)}</li>`;
 }
 
 /**

@@ -112,7 +112,7 @@ describe("a hostile server's words on the console's other pages", () => {
     expect(suite.browser.errors.filter((e) => /Content Security Policy/i.test(e))).toEqual([]);
   });
 
-  it("the Servers page shows a remote server's serverInfo framed and captioned as its words", async () => {
+  it("the Servers page shows a remote server's serverInfo framed and captioned as its words, a long status line capped", async () => {
     const stateDir = newStateDir();
     cleanup.push(() => removeDir(stateDir));
     const db = openStore(stateDir);
@@ -137,6 +137,10 @@ describe("a hostile server's words on the console's other pages", () => {
       },
     } as unknown as ExecutionRecord;
     registry.update({ state: "running", epoch: "ep-remote", record });
+    // a status line quoting the server at length (why its session ended), then a short one
+    const huge = `remote session ended: ${"the server said: no. ".repeat(2000)}`;
+    registry.statusLine(huge);
+    registry.statusLine("remote session started");
     db.close();
     const c = await startConsoleProcess(stateDir);
     cleanup.push(() => c.stop());
@@ -150,6 +154,14 @@ describe("a hostile server's words on the console's other pages", () => {
     expect(await frame.locator("figcaption").textContent()).toBe("The server says, as its serverInfo:");
     expect(await frame.locator("pre").textContent()).toContain("savings");
     expect(await page.evaluate<string[]>(OUTSIDE_FRAMES)).toEqual([]);
+    // the long status line whole in its capped box, its note shown; the short one after it in view
+    const line = page.locator("ul.status li", { hasText: "remote session ended" });
+    expect(await line.textContent()).toContain(huge);
+    expect((await line.boundingBox())!.height).toBeLessThanOrEqual(CAP);
+    await expect.poll(() => page.evaluate<boolean[]>(NOTES_EXACT)).not.toContain(false);
+    expect(await page.locator("ul.status").getByTestId("cut-note").isVisible()).toBe(true);
+    const next = (await page.locator("ul.status li", { hasText: "remote session started" }).boundingBox())!;
+    expect(next.y + next.height).toBeLessThanOrEqual(1000);
     expect(suite.browser.errors.filter((e) => /Content Security Policy/i.test(e))).toEqual([]);
   });
 });
