@@ -3,7 +3,8 @@
 // \u0001 each), and the card drew it whole in its title and in the tool's heading, where in its
 // grid column it took hundreds of pixels. Now it is capped in both places like an argument's name:
 // a box that scrolls, with its note, the arguments and the buttons where they were. The Grants
-// page and the Audit's activity drew it whole in a narrow table column too.
+// page and the Audit's activity drew it whole in a narrow table column too, and the passphrase
+// page of a decision in its sentence.
 import type { Locator } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { displayName } from "../../src/catalog/text.js";
@@ -18,7 +19,7 @@ const { cleanup } = suite;
 const CAP = 8 * 1.4 * 12 + 2;
 
 describe("a hostile server's long tool name on the review card", () => {
-  it("is capped in the card's title and the tool's heading, and on the Grants and Audit pages, each with its note", async () => {
+  it("is capped in the card's title and the tool's heading, and on the passphrase, Grants and Audit pages, each with its note", async () => {
     const name = "\u0001".repeat(200);
     const { stateDir, gw } = await consoleGateway(cleanup, [{ ...TRANSFER_TOOL, name }]);
     const call = held(gw.client.callTool({ name, arguments: { to: "mallory", amount: 5000 } }));
@@ -63,7 +64,14 @@ describe("a hostile server's long tool name on the review card", () => {
 
     // Approved for the session, the call runs; the Grants page names the tool in its narrow
     // column, and the Audit's activity in its: capped there too, each with its note.
+    // Without the held proof's key the decision asks for the passphrase, on a page that names
+    // the tool too.
+    await page.evaluate("localStorage.removeItem('portcullis-proof')");
     await card.getByTestId("approve-session").click();
+    await page.getByTestId("decision-proof").waitFor();
+    await expectCappedName(page.locator(".proof-form > p").first(), name);
+    await page.getByTestId("decision-proof").fill(TEST_PASSPHRASE);
+    await page.getByTestId("decision-submit").click();
     await call;
     const base = await consoleOf(stateDir);
     await page.goto(`${base}/grants`);
