@@ -104,6 +104,11 @@ function toolText(r: Review): Html {
   if (r.tool.rendered === `${displayName(r.tool.name)} (not in the current catalog)`)
     return html`<p>(not in the current catalog)</p>`;
   const parts = toolParts(r.tool.rendered, r.tool.name);
+  // no tool: an MCP request the gateway guards (a read, a listen's uri), in the gateway's own words
+  if (parts && r.tool.gatewayWords === true)
+    return html`<div class="request-kind" data-testid="gateway-words">${cappedValue(
+      `${parts.title !== null ? `${parts.title}. ` : ""}${parts.description.join(" ")}`,
+    )}</div>`;
   if (!parts) return serverSays("the tool as listed", r.tool.rendered, "tool");
   return html`${parts.title !== null ? serverSays("the tool's title", parts.title, "title") : ""}${
     parts.description.length > 0
