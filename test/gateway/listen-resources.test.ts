@@ -9,6 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents, decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { waitForAuditEvents } from "../helpers/auditWait.js";
 import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, type WireMessage } from "../helpers/gateway.js";
 import { lenientListenGateway } from "../helpers/lenientListens.js";
@@ -215,7 +216,12 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     // the listen stays open: never answered
     expect(gw.messages().filter((m) => m.id === "listen:0")).toEqual([]);
 
-    const events = await auditEvents(gw.stateDir);
+    // B's refusal is committed with the audit's next group, after the listen went on: waited for
+    const events = await waitForAuditEvents(
+      gw.stateDir,
+      (all) => all.some((e) => e.type === "authorization_denied" && e.tool === `resources/subscribe ${B}`),
+      "B's authorization_denied",
+    );
     expect(
       events.find((e) => e.type === "authorization_denied"),
       JSON.stringify(events),
@@ -276,7 +282,12 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     ]);
     // told once that A may have changed (its updates stop), by the gateway
     expect(updates(gw, A, "listen:0")).toHaveLength(1);
-    const events = await auditEvents(gw.stateDir);
+    // A's refusal is committed with the audit's next group, after the re-open went on: waited for
+    const events = await waitForAuditEvents(
+      gw.stateDir,
+      (all) => all.some((e) => e.type === "authorization_denied" && e.epoch === next.epoch),
+      "A's authorization_denied under the next epoch",
+    );
     expect(
       events.find((e) => e.type === "authorization_denied" && e.epoch === next.epoch),
       JSON.stringify(events),

@@ -9,6 +9,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents, decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { waitForAuditEvents } from "../helpers/auditWait.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { EVERYTHING, NODE } from "../helpers/paths.js";
@@ -161,7 +162,18 @@ describe("resource subscriptions across server processes", () => {
     const next = serving(gw);
     // the client is told: the resource's update, from the gateway
     await gw.next((m) => m.method === "notifications/resources/updated", 20_000);
-    const events = await auditEvents(gw.stateDir);
+    // the refusal's record is committed after the update was written: waited for, not read once
+    const events = await waitForAuditEvents(
+      gw.stateDir,
+      (all) =>
+        all.some(
+          (e) =>
+            e.type === "authorization_denied" &&
+            e.tool === `resources/subscribe ${uri}` &&
+            e.epoch === next.epoch,
+        ),
+      "the re-open's authorization_denied under the next epoch",
+    );
     expect(
       events.find(
         (e) =>

@@ -5,7 +5,7 @@
 // reaches the client inside the gateway's server_error, the server's error whole under data.server;
 // an error of the server's that cannot pass for the gateway's goes on as it was written.
 import { afterEach, describe, expect, it } from "vitest";
-import { auditEvents } from "../helpers/approvals.js";
+import { waitForAuditEvents } from "../helpers/auditWait.js";
 import { FORGED_REFUSAL } from "../helpers/forged.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
@@ -31,6 +31,14 @@ function gateway(): RawGateway {
 }
 
 /** What the client must be given for the server's error `server`: the gateway's, saying whose. */
+/** The calls' tool_result records, once `count` are in the audit log (a call's end is committed after its answer). */
+async function endsOf(gw: RawGateway, count: number): Promise<Record<string, unknown>[]> {
+  const ends = (events: Record<string, unknown>[]) => events.filter((e) => e.type === "tool_result");
+  return ends(
+    await waitForAuditEvents(gw.stateDir, (all) => ends(all).length >= count, `${count} tool_result records`),
+  );
+}
+
 function relayedAsServers(server: { code: number; message: string; data?: unknown }, code: number) {
   return {
     code,
@@ -73,9 +81,8 @@ describe("a server's error that reads like one of the gateway's", () => {
     expect(gw.stderr()).toMatch(
       /the server answered tools\/call with an error that has code -32050, in the range portcullis keeps for its refusals: passed on to the client as the server's/,
     );
-    const ends = (await auditEvents(gw.stateDir))
-      .filter((e) => e.type === "tool_result")
-      .map((e) => e.outcome);
+    // the last call's end is committed after its answer was written: waited for, not read once
+    const ends = (await endsOf(gw, 3)).map((e) => e.outcome);
     expect(ends).toEqual(["error", "error", "error"]);
   });
 
@@ -209,9 +216,7 @@ describe("a server's result or elicitation that reads like one of the gateway's 
         colour: own.inputRequests.colour,
       },
     });
-    const ends = (await auditEvents(gw.stateDir))
-      .filter((e) => e.type === "tool_result")
-      .map((e) => e.outcome);
+    const ends = (await endsOf(gw, 3)).map((e) => e.outcome);
     expect(ends).toEqual(["error", "error", "ok"]);
   });
 

@@ -9,6 +9,7 @@ import { activeGrants } from "../../src/approval/grants.js";
 import { listGateways } from "../../src/gateway/registry.js";
 import { openExistingStore } from "../../src/store/db.js";
 import { auditActivity, decideByCli, nextStoredRequest, verifiedAuditEvents } from "../helpers/approvals.js";
+import { waitForAuditEvents } from "../helpers/auditWait.js";
 import { alive, waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { holdStoreLock } from "../helpers/lock.js";
@@ -127,8 +128,15 @@ describe("a call's records meeting a lock held by another process", () => {
     expect(text(await second)).toMatch(/^slow_write released/);
     expect(project.counter()).toBe(2);
     await gw.waitForStderr(/is writable again: \d+ audit record\(s\) that waited for it written/, 20_000);
+    // the second call's result is committed after its answer was written: waited for, not read once
+    const isCallRecord = (e: Record<string, unknown>) => e.type === "tool_called" || e.type === "tool_result";
+    await waitForAuditEvents(
+      stateDir,
+      (all) => all.filter((e) => isCallRecord(e) && e.tool === "slow_write").length >= 4,
+      "both slow_write calls' intents and results",
+    );
     const events = await verifiedAuditEvents(stateDir);
-    const calls = events.filter((e) => e.type === "tool_called" || e.type === "tool_result");
+    const calls = events.filter(isCallRecord);
     expect(calls.slice(-4).map((e) => [e.type, e.tool])).toEqual([
       ["tool_called", "slow_write"],
       ["tool_result", "slow_write"],

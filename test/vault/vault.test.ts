@@ -7,7 +7,8 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { askHolder } from "../../src/vault/holder.js";
-import { auditEvents, pending } from "../helpers/approvals.js";
+import { pending } from "../helpers/approvals.js";
+import { waitForAuditEvents } from "../helpers/auditWait.js";
 import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { NODE, REPO } from "../helpers/paths.js";
@@ -314,8 +315,13 @@ describe("step 6 in a gateway: credentials from the vault", () => {
       }),
     ).rejects.toMatchObject({ code: -32056, data: { error: "vault_locked" } });
     expect(await pending(stateDir)).toEqual([]);
-    const types = (await auditEvents(stateDir)).map((e) => e.type);
-    expect(types).toContain("authorization_denied");
+    // the refusal's record is committed after the refusal was written: waited for, not read once
+    const events = await waitForAuditEvents(
+      stateDir,
+      (all) => all.some((e) => e.type === "authorization_denied" && e.tool === "adjust_inventory"),
+      "the refusal's authorization_denied",
+    );
+    const types = events.map((e) => e.type);
     expect(types).not.toContain("approval_requested");
     expect(types).not.toContain("tool_called");
     expect(project.records().filter((r) => r.tool === "adjust_inventory")).toHaveLength(0);
