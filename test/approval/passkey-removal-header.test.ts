@@ -42,6 +42,7 @@ import { openRecords, storedRecords } from "../../src/audit/index.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore, type Store } from "../../src/store/db.js";
 import { nextRequest } from "../helpers/approvals.js";
+import { waitForAuditEvents } from "../helpers/auditWait.js";
 import { SoftAuthenticator, TEST_ORIGIN, TEST_RP_ID } from "../helpers/authenticator.js";
 import { waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
@@ -129,6 +130,13 @@ describe("a passkey removal record whose body cannot be opened", () => {
     expect((await first).isError).toBeFalsy();
     expect((await gw.client.callTool({ name: "read_status", arguments: {} })).isError).toBeFalsy();
     const grantId = grant!.grant;
+    // the second call's result is committed after its answer: in the chain before the removal,
+    // which must be the head below
+    await waitForAuditEvents(
+      stateDir,
+      (all) => all.filter((e) => e.type === "tool_result" && e.tool === "read_status").length >= 2,
+      "both calls' tool_result",
+    );
 
     const removed = await runCli(["passkey", "rm", key.id, "--state-dir", stateDir]);
     expect(removed.code, removed.stderr).toBe(0);

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { renderTable } from "../../src/cli/audit.js";
 import { renderGateway } from "../../src/cli/status.js";
 import type { GatewayRow } from "../../src/gateway/registry.js";
+import { waitForAuditEvent } from "../helpers/auditWait.js";
 import { makeCatalog } from "../helpers/catalog.js";
 import { tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
@@ -45,6 +46,12 @@ describe("views print what others chose as text, never as terminal commands", ()
     await gw.client.listTools();
     await gw.client.callTool({ name: serverTool, arguments: {} });
     await expect(gw.client.callTool({ name: HIDE, arguments: {} })).rejects.toThrow();
+    // the refusal's record is committed after the refusal was written: waited for before the views
+    await waitForAuditEvent(
+      gw.stateDir!,
+      (e) => e.type === "authorization_denied" && e.tool === HIDE,
+      "the refusal's authorization_denied",
+    );
     const env = passphraseEnv();
 
     const activity = await runCli(["audit", "activity"], { stateDir: gw.stateDir, env });
