@@ -6,6 +6,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { headerNameProblem } from "../../src/supervisor/remoteHeaders.js";
+import { waitForAuditEvents } from "../helpers/auditWait.js";
 import { readJsonLines, tempDir } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
@@ -31,8 +32,24 @@ async function unlockedWith(secret: string, ...policy: string[]): Promise<string
 
 const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.text;
 
-/** Everything a person or another program can read of the gateway's state, as one string. */
+/**
+ * Everything a person or another program can read of the gateway's state, as one string: once
+ * every call recorded as sent has its end in the audit log (a call's end is committed after its
+ * answer; read before, the views would not show it, and a value in it would go unseen).
+ */
 async function everythingShown(stateDir: string, stderr: string): Promise<string> {
+  await waitForAuditEvents(
+    stateDir,
+    (all) => {
+      // a call key is a gateway process's own: joined within its run
+      const call = (e: Record<string, unknown>) => `${e.run} ${e.callKey}`;
+      const ended = new Set(
+        all.filter((e) => e.type === "tool_result" || e.type === "call_interrupted").map(call),
+      );
+      return all.every((e) => e.type !== "tool_called" || ended.has(call(e)));
+    },
+    "an end for every call sent",
+  );
   const status = await runCli(["status", "--state-dir", stateDir]);
   const json = await runCli(["status", "--json", "--state-dir", stateDir]);
   const audit = await runCli(["audit", "activity", "--json", "--state-dir", stateDir], {
