@@ -9,6 +9,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditActivity } from "../helpers/approvals.js";
+import { waitForAuditEvents } from "../helpers/auditWait.js";
 import { removeDir } from "../helpers/files.js";
 import { runCli, type Session, startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -50,6 +51,13 @@ async function secondAfterDeletion(
   cleanup.push(() => removeDir(stateDir));
   const first = await gateway(stateDir, "first", { PORTCULLIS_STORE_CHECK_MS: String(checkMs) });
   for (let i = 0; i < 3; i++) await echo(first, `first ${i}`);
+  // their ends in the chain first: committed after the answers, one written after the deletion
+  // would be refused there (the first noticing then, not where the test has it notice)
+  await waitForAuditEvents(
+    stateDir,
+    (all) => all.filter((e) => e.type === "tool_result").length === 3,
+    "the first's three results",
+  );
   for (const side of deleted) rmSync(join(stateDir, `portcullis.db${side}`));
   const second = await gateway(stateDir, "second");
   for (let i = 0; i < 5; i++) expect((await echo(second, `second ${i}`)).isError).toBeFalsy();

@@ -10,6 +10,7 @@ import { copyFileSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditActivity } from "../helpers/approvals.js";
+import { waitForAuditEvents } from "../helpers/auditWait.js";
 import { removeDir, sleep } from "../helpers/files.js";
 import { runCli, type Session, startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -38,6 +39,20 @@ async function gateway(stateDir: string, label: string): Promise<Client> {
 const echo = (gw: Client, message: string) =>
   gw.client.callTool({ name: "echo", arguments: { message } }, undefined, { timeout: 60_000 });
 
+/**
+ * The first gateway's three calls, each with its end in the chain: a call's end is committed after
+ * its answer, and one committed after the files changed would be refused there (the gateway
+ * noticing then, not at the next call, and ending before it).
+ */
+async function threeRecorded(gw: Client, stateDir: string): Promise<void> {
+  for (let i = 0; i < 3; i++) expect((await echo(gw, `first ${i}`)).isError).toBeFalsy();
+  await waitForAuditEvents(
+    stateDir,
+    (all) => all.filter((e) => e.type === "tool_result").length === 3,
+    "the first's three results",
+  );
+}
+
 /** The call is refused as one that cannot be recorded, naming the database file. */
 async function expectRefused(gw: Client, db: string): Promise<void> {
   const late = (await echo(gw, "after the database changed").catch((e: unknown) => e)) as {
@@ -65,7 +80,7 @@ describe("portcullis.db replaced or deleted under a running gateway", () => {
     cleanup.push(() => removeDir(stateDir));
     const db = join(stateDir, "portcullis.db");
     const first = await gateway(stateDir, "first");
-    for (let i = 0; i < 3; i++) expect((await echo(first, `first ${i}`)).isError).toBeFalsy();
+    await threeRecorded(first, stateDir);
     renameSync(db, join(stateDir, "moved.db"));
     copyFileSync(join(stateDir, "moved.db"), db);
     const second = await gateway(stateDir, "second");
@@ -88,7 +103,7 @@ describe("portcullis.db replaced or deleted under a running gateway", () => {
     cleanup.push(() => removeDir(stateDir));
     const db = join(stateDir, "portcullis.db");
     const first = await gateway(stateDir, "first");
-    for (let i = 0; i < 3; i++) expect((await echo(first, `first ${i}`)).isError).toBeFalsy();
+    await threeRecorded(first, stateDir);
     rmSync(db);
     // past the 25 ms within which a group of intents is not checked again (src/audit/log.ts)
     await sleep(100);
