@@ -21,10 +21,10 @@ interface Queued {
  * A durable event (`tool_called`) resolves only after its transaction committed;
  * if the group cannot be written every durable event in it rejects and the guard
  * refuses those calls. Its condition, if any, is read inside that transaction: the
- * guard's way of making what a decision rested on hold when the intent is recorded. Before such a
+ * guard's way of making what a decision rested on hold when the intent is recorded. Before every
  * group the store's files (the database, -wal and -shm) are checked (AuditLog.checkStoreFiles): once one
  * of them was deleted or replaced, every durable event rejects with the sentence naming it and nothing
- * more is written (the gateway ends: src/store/storeWatch.ts).
+ * more is written, best-effort events included (the gateway ends: src/store/storeWatch.ts).
  *
  * With the log's sync "full", a group holding intents is committed without an fsync and the
  * intents resolve once an fsync of the WAL, run off the event loop, has covered their commit: the
@@ -174,10 +174,13 @@ export function auditSink(
     const durable = batch.some((q) => q.done);
     const later = durable && audit.canSyncLater;
     try {
-      // An intent is claimed durable only while the store's files are still the ones this
-      // connection writes through: one stat of each per group that holds one, at most once
-      // every 25 ms (a lost file makes appendIf throw, below).
-      if (durable) audit.checkStoreFiles();
+      // Nothing is written once the store's files are no longer the ones this connection
+      // writes through: an intent would be claimed durable in a log nobody reads, and any record
+      // written through a deleted -shm lands where its index says the -wal ends, over the frames
+      // a gateway that opened the store since appended there (its records gone, the chain still
+      // verifying). One stat of each per group, at most once every 25 ms (a lost file makes
+      // appendIf throw, below): best-effort groups too, the first after an idle spell included.
+      audit.checkStoreFiles();
       tried = performance.now();
       closedElsewhere.clear();
       const written = audit.appendIf(batch.map(item), {
