@@ -208,3 +208,127 @@ describe("an upstream's chunked body, read in any pieces, given on in chunks of 
     );
   });
 });
+
+/** The spellings of `value` an answer may give it in, as the common encoders write them. */
+function spelledForms(value: string): Record<string, string> {
+  const utf8 = Buffer.from(value, "utf8");
+  const hex = (n: number) => n.toString(16).padStart(4, "0");
+  const chars = [...value];
+  return {
+    json: JSON.stringify(value).slice(1, -1),
+    jsonAllEscaped: [...value]
+      .map((_, i) => `\\u${hex(value.charCodeAt(i))}`)
+      .join("")
+      .slice(0, 6 * value.length),
+    jsonUpper: value.replace(/[^A-Za-z0-9]/g, (c) => `\\u${hex(c.charCodeAt(0)).toUpperCase()}`),
+    jsonSlash: JSON.stringify(value).slice(1, -1).replaceAll("/", "\\/"),
+    htmlNamed: value
+      .replaceAll("&", "&amp;")
+      .replaceAll("<", "&lt;")
+      .replaceAll(">", "&gt;")
+      .replaceAll('"', "&quot;")
+      .replaceAll("'", "&#039;"),
+    htmlDecimal: chars.map((c) => `&#${c.codePointAt(0)};`).join(""),
+    htmlHex: chars.map((c) => `&#X${c.codePointAt(0)!.toString(16)};`).join(""),
+    urlMixed: encodeURIComponent(value).replace(
+      /%([0-9A-F])([0-9A-F])/g,
+      (_, a, b) => `%${a}${b.toLowerCase()}`,
+    ),
+    urlAll: [...utf8].map((b) => `%${b.toString(16).padStart(2, "0")}`).join(""),
+    form: new URLSearchParams({ v: value }).toString().slice(2),
+    encodeURI: encodeURI(value),
+  };
+}
+
+describe("other spellings of a released value in an answer", () => {
+  const value = `sk/Live+tok&<x>"é 'q%20`;
+  const s = spellingsOf(new Map([["api", value]]));
+  const out = (text: string) => withoutValues(Buffer.from(text, "utf8"), s).toString("utf8");
+
+  it("JSON escapes, HTML references, URL escapes in any case and form encoding: each becomes the placeholder", () => {
+    for (const [name, form] of Object.entries(spelledForms(value))) {
+      const got = out(`[${form}]`);
+      expect(got, name).toMatch(/^\[portcullis-placeholder(:|%3A)api\]$/);
+    }
+    // a URL escape read means the URL-encoded placeholder; otherwise the placeholder as written
+    expect(out(`[${spelledForms(value).urlMixed}]`)).toBe("[portcullis-placeholder%3Aapi]");
+    expect(out(`[${spelledForms(value).htmlNamed}]`)).toBe("[portcullis-placeholder:api]");
+  });
+
+  it("base64 (standard, URL-safe, padded or not, a Basic auth `user:value`) and hex become the same form of the placeholder", () => {
+    const b64 = Buffer.from(value, "utf8").toString("base64");
+    const placeholder64 = Buffer.from("portcullis-placeholder:api").toString("base64");
+    expect(out(`x ${b64} y`)).toBe(`x ${placeholder64} y`);
+    expect(out(`x ${Buffer.from(value).toString("base64url")} y`)).toBe(
+      `x ${Buffer.from("portcullis-placeholder:api").toString("base64url")} y`,
+    );
+    expect(out(Buffer.from(value).toString("hex"))).toBe(
+      Buffer.from("portcullis-placeholder:api").toString("hex"),
+    );
+    expect(out(Buffer.from(value).toString("hex").toUpperCase())).toBe(
+      Buffer.from("portcullis-placeholder:api").toString("hex").toUpperCase(),
+    );
+    // at each of the three alignments inside longer base64: no base64 character the value alone
+    // determines is left, and what is decoded holds the placeholder where the value was
+    for (const user of ["u", "us", "use", "user"]) {
+      const basic = Buffer.from(`${user}:${value}:end`).toString("base64");
+      const got = out(`Authorization: Basic ${basic}`);
+      expect(got).not.toBe(`Authorization: Basic ${basic}`);
+      const decoded = Buffer.from(got.slice("Authorization: Basic ".length), "base64").toString("latin1");
+      expect(decoded).not.toContain(value.slice(1, -1));
+      expect(decoded).toContain("ortcullis-placeholder:ap");
+    }
+  });
+
+  it("property: any mix of spellings, any cuts: the stream gives what the whole body gives, and no whole spelling is left", () => {
+    // an alphabet of the characters escapes are made of, so spellings overlap and are ambiguous
+    const alphabet = fc.constantFrom(
+      "a",
+      "2",
+      "5",
+      "%",
+      "\\",
+      "&",
+      "#",
+      ";",
+      "+",
+      " ",
+      "u",
+      "0",
+      "/",
+      "é",
+      "x",
+    );
+    fc.assert(
+      fc.property(
+        fc.array(alphabet, { minLength: 3, maxLength: 10 }).map((a) => a.join("")),
+        fc.array(fc.tuple(fc.array(alphabet, { maxLength: 8 }), fc.nat()), { maxLength: 5 }),
+        fc.array(fc.nat(), { maxLength: 8 }),
+        (v, parts, rawCuts) => {
+          const sp = spellingsOf(new Map([["k", v]]));
+          const forms = Object.values(spelledForms(v));
+          const body = Buffer.from(
+            parts.map(([f, i]) => f.join("") + forms[i % forms.length]).join(""),
+            "utf8",
+          );
+          const cuts = [...new Set(rawCuts.map((c) => c % (body.length + 1)))].sort((a, b) => a - b);
+          const whole = withoutValues(body, sp);
+          expect(scrubbed(body, cuts, sp).equals(whole)).toBe(true);
+          // each spelling put in the body is gone, replaced (the placeholders' own letters apart)
+          const rest = whole.toString("utf8").replaceAll(/portcullis-placeholder(:|%3A)k/g, "\u0000");
+          expect(rest.includes(v)).toBe(false);
+        },
+      ),
+      { numRuns: 600 },
+    );
+  });
+
+  it("a stream keeps back only what may start a value: text before it goes on at once", () => {
+    const sc = new EchoScrubber(s);
+    const given = sc.push(Buffer.from(`${"x".repeat(100)} invalid token ${value.slice(0, 10)}`, "utf8"));
+    expect(given.toString("utf8")).toBe(`${"x".repeat(100)} invalid token `);
+    expect(
+      Buffer.concat([given, sc.push(Buffer.from(value.slice(10), "utf8")), sc.end()]).toString("utf8"),
+    ).toBe(`${"x".repeat(100)} invalid token portcullis-placeholder:api`);
+  });
+});

@@ -94,9 +94,14 @@ async function exchange(text: string, until: RegExp, then?: string): Promise<str
         s.write(then);
         return;
       }
-      if ((then === undefined || sentThen) && until.test(got)) {
+      // an answer the proxy rewrites (a value released to the host) comes in chunks of its own:
+      // read to its last chunk, and matched without the framing
+      const chunked = /\r\ntransfer-encoding: chunked\r\n/i.test(got);
+      if (chunked && !got.endsWith("\r\n0\r\n\r\n")) return;
+      const text = chunked ? got.replace(/\r\n[0-9a-f]+\r\n/gi, "") : got;
+      if ((then === undefined || sentThen) && until.test(text)) {
         s.destroy();
-        resolve(got);
+        resolve(text);
       }
     });
     s.on("close", () => resolve(got));

@@ -11,14 +11,16 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { type TLSSocket, connect as tlsConnect } from "node:tls";
-import { gzipSync } from "node:zlib";
+import { deflateRawSync, deflateSync, gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tempDir, waitFor } from "../helpers/files.js";
-import { newStateDir } from "../helpers/state.js";
+import { runCli } from "../helpers/gateway.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
 import {
   approvedCall,
   egressKit,
   exchange,
+  type Gw,
   nodeServer,
   PLACEHOLDER,
   proxyPort,
@@ -73,6 +75,57 @@ function echoing(req: IncomingMessage, res: ServerResponse) {
     res.write(`${"x".repeat(100)} invalid token ${token.slice(0, 20)}`);
     return setTimeout(() => res.socket?.destroy(), 20);
   }
+  if (u.pathname === "/spellings") {
+    // the value in the spellings encoders give it: Basic auth and base64 echoes, JSON escapes,
+    // HTML references, URL escapes in mixed case, hex
+    const b64 = (t: string) => Buffer.from(t, "utf8").toString("base64");
+    const every = (f: (c: string) => string) => [...token].map(f).join("");
+    const spelled = [
+      `"json":"${every((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)}"`,
+      `"JSON":"${every((c) => (/[a-z]/.test(c) ? c : `\\u00${c.charCodeAt(0).toString(16).toUpperCase()}`))}"`,
+      `"html":"${every((c) => `&#${c.charCodeAt(0)};`)}"`,
+      `"htmlHex":"${every((c) => `&#x${c.charCodeAt(0).toString(16)};`)}"`,
+      // every character escaped, the escapes' hex in upper and lower case by turns
+      `"url":"${every((c) => `%${c.charCodeAt(0).toString(16).padStart(2, "0")}`).replace(/%[0-9a-f]{2}/g, (e) => (Math.random() < 0.5 ? e.toUpperCase() : e))}"`,
+      `"base64":"${b64(token)}"`,
+      `"base64url":"${Buffer.from(token).toString("base64url")}"`,
+      `"basic":"Basic ${b64(`user:${token}`)}"`,
+      `"basic2":"Basic ${b64(`admin:${token}`)}"`,
+      `"hex":"${Buffer.from(token).toString("hex")}"`,
+    ];
+    const body = `{${spelled.join(",")}}`;
+    res.setHeader("X-Basic", `Basic ${b64(`user:${token}`)}`);
+    res.setHeader("X-Base64", b64(token));
+    res.writeHead(200, { "content-type": "application/json" });
+    res.write(body.slice(0, 100));
+    return setTimeout(() => res.end(body.slice(100)), 5);
+  }
+  if (u.pathname === "/held") {
+    // the upstream hands over the key it holds for the account, to a request that carried none
+    const body = `{"your_key":"${SECRET}","again":"${encodeURIComponent(SECRET)}"}`;
+    res.setHeader("X-Key", SECRET);
+    res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+    return res.end(body);
+  }
+  if (u.pathname === "/deflate" || u.pathname === "/deflate-raw") {
+    // deflate as RFC 9110 says (zlib), and as some servers send it (raw, no zlib header)
+    const text = Buffer.from(`${body}\n`.repeat(20), "latin1");
+    const coded = u.pathname === "/deflate" ? deflateSync(text) : deflateRawSync(text);
+    res.writeHead(200, { "content-encoding": "deflate", "content-length": coded.length });
+    res.write(coded.subarray(0, 9));
+    return setTimeout(() => res.end(coded.subarray(9)), 5);
+  }
+  if (u.pathname === "/bad-gzip") {
+    // a gzip body that starts well (the head goes on, some text is decoded) and then is not gzip
+    const zipped = gzipSync(Buffer.from(`${"ok ".repeat(2000)}invalid token ${token}`, "latin1"));
+    res.writeHead(203, { "content-encoding": "gzip", "content-length": zipped.length });
+    res.write(zipped.subarray(0, 40));
+    return setTimeout(() => {
+      const rest = Buffer.from(zipped.subarray(40));
+      rest.fill(0xff, 0, 16);
+      res.end(rest);
+    }, 20);
+  }
   if (u.pathname === "/zstd") {
     res.writeHead(200, { "content-encoding": "zstd", "content-length": Buffer.byteLength(body) });
     return res.end(body);
@@ -81,6 +134,8 @@ function echoing(req: IncomingMessage, res: ServerResponse) {
 }
 
 let port: number;
+let gw: Gw;
+let stateDir: string;
 let echo: Upstream & { caFile: string };
 let endCall: () => Promise<void>;
 
@@ -92,11 +147,11 @@ beforeAll(async () => {
     () => echo.close(),
   );
   const declared = [plain.url.slice(7), echo.url.slice(8)];
-  const stateDir = newStateDir();
+  stateDir = newStateDir();
   const dir = k.project(nodeServer, declared);
   await k.storeHttpSecret(stateDir, ...declared);
   await k.unlock(stateDir);
-  const gw = await k.gateway(dir, stateDir, { NODE_EXTRA_CA_CERTS: echo.caFile });
+  gw = await k.gateway(dir, stateDir, { NODE_EXTRA_CA_CERTS: echo.caFile });
   port = await proxyPort(gw);
   // a call that stays in flight until the test says, so the window is open for this process
   const done = join(tempDir("portcullis-echo-"), "done");
@@ -112,6 +167,9 @@ afterAll(async () => {
   await endCall?.();
   await k.cleanupAll();
 });
+
+/** When each undecodable answer was asked for (its record is looked for from then on). */
+const cutAt: number[] = [];
 
 /** Every byte the proxy gave this process (the server), over all the tests. */
 const given: Buffer[] = [];
@@ -153,8 +211,8 @@ async function tunnel() {
     return b;
   };
   /** one request and its answer: the head as text, the body with its chunk framing taken off */
-  const ask = async (method: string, path: string, extra = "", version = "1.1") => {
-    t.write(`${method} ${path} HTTP/${version}\r\nHost: 127.0.0.1:${echo.port}\r\n${AUTH}${extra}\r\n`);
+  const ask = async (method: string, path: string, extra = "", version = "1.1", auth = AUTH) => {
+    t.write(`${method} ${path} HTTP/${version}\r\nHost: 127.0.0.1:${echo.port}\r\n${auth}${extra}\r\n`);
     const end = await until(() => {
       const i = buf.indexOf("\r\n\r\n");
       return i < 0 ? null : i + 4;
@@ -191,6 +249,21 @@ async function tunnel() {
     }
   };
   return { ask, close: () => t.destroy(), closedAfter: () => until(() => (closed ? 0 : null)) };
+}
+
+/** The body of an answer read whole (its head and chunk framing taken off). */
+function bodyOf(answer: string): string {
+  const end = answer.indexOf("\r\n\r\n") + 4;
+  const head = answer.slice(0, end);
+  if (!/\r\ntransfer-encoding: chunked\r\n/i.test(head)) return answer.slice(end);
+  let body = "";
+  for (let at = end; ; ) {
+    const nl = answer.indexOf("\r\n", at);
+    const size = Number.parseInt(answer.slice(at, nl), 16);
+    if (!(size > 0)) return body;
+    body += answer.slice(nl + 2, nl + 2 + size);
+    at = nl + 2 + size + 2;
+  }
 }
 
 const valueGiven = () => Buffer.concat(given).includes(SECRET);
@@ -293,6 +366,86 @@ describe("an upstream that echoes the released value", () => {
     expect(got.filter((g) => g.path === "/cut").map((g) => g.value)).toEqual([true]);
   });
 
+  it("in other spellings: base64 (whole, URL-safe, a Basic auth echo), JSON and HTML escapes, mixed-case URL escapes, hex", async () => {
+    const c = await tunnel();
+    const a = await c.ask("GET", "/spellings");
+    c.close();
+    const b64 = (t: string) => Buffer.from(t, "utf8").toString("base64");
+    // a Basic echo decodes to the placeholder where the value was (the base64 characters at the
+    // edges hold bits of the bytes around it as well, and stay as they were)
+    const basic = /\r\nX-Basic: Basic ([^\r]+)\r\n/.exec(a.head)![1]!;
+    expect(Buffer.from(basic, "base64").toString("latin1")).toMatch(
+      /^user:.ortcullis-placeholder:inventory-ap.$/,
+    );
+    expect(a.head).toContain(`\r\nX-Base64: ${b64(PLACEHOLDER)}\r\n`);
+    const body = JSON.parse(a.body) as Record<string, string>;
+    expect(body).toMatchObject({
+      json: PLACEHOLDER,
+      JSON: PLACEHOLDER,
+      html: PLACEHOLDER,
+      htmlHex: PLACEHOLDER,
+      url: "portcullis-placeholder%3Ainventory-api",
+      base64: b64(PLACEHOLDER),
+      base64url: Buffer.from(PLACEHOLDER).toString("base64url"),
+      hex: Buffer.from(PLACEHOLDER).toString("hex"),
+    });
+    for (const key of ["basic", "basic2"]) {
+      const decoded = Buffer.from(body[key]!.slice("Basic ".length), "base64").toString("latin1");
+      expect(decoded).toMatch(/^(user|admin):.ortcullis-placeholder:inventory-ap.$/);
+    }
+    expect(got.filter((g) => g.path === "/spellings").map((g) => g.value)).toEqual([true]);
+    expect(valueGiven()).toBe(false);
+    // nothing this process read decodes to the value either
+    const all = Buffer.concat(given).toString("latin1");
+    for (const m of all.match(/[A-Za-z0-9+/_-]{16,}={0,2}/g) ?? [])
+      for (const skip of [0, 1, 2, 3])
+        expect(Buffer.from(m.slice(skip), "base64").toString("latin1")).not.toContain(SECRET.slice(2, -2));
+  });
+
+  it("in the answer to a request that carried no value, while the call has one released to the host", async () => {
+    const c = await tunnel();
+    // on the same tunnel: a request with the placeholder, then one without
+    expect((await c.ask("GET", "/plain")).body).toBe("ok /plain");
+    const a = await c.ask("GET", "/held", "", "1.1", "");
+    c.close();
+    expect(a.head).toContain(`\r\nX-Key: ${PLACEHOLDER}\r\n`);
+    expect(a.body).toBe(`{"your_key":"${PLACEHOLDER}","again":"${PLACEHOLDER}"}`);
+    // a new tunnel whose only request carries none
+    const d = await tunnel();
+    const b = await d.ask("GET", "/held", "", "1.1", "");
+    d.close();
+    expect(b.body).toBe(`{"your_key":"${PLACEHOLDER}","again":"${PLACEHOLDER}"}`);
+    expect(got.filter((g) => g.path === "/held").map((g) => g.value)).toEqual([false, false]);
+    expect(valueGiven()).toBe(false);
+  });
+
+  it("in a deflate body, zlib-wrapped or raw (no zlib header, as some servers send it): decoded, the value out", async () => {
+    const c = await tunnel();
+    const want =
+      `{"error":"invalid token ${PLACEHOLDER}","headers":{"Authorization":"Bearer ${PLACEHOLDER}"}}\n`.repeat(
+        20,
+      );
+    for (const path of ["/deflate", "/deflate-raw"]) {
+      const a = await c.ask("GET", path);
+      expect(a.head, path).toMatch(/^HTTP\/1\.1 200 /);
+      expect(a.head.toLowerCase()).not.toContain("content-encoding");
+      expect(a.body, path).toBe(want);
+    }
+    c.close();
+    expect(valueGiven()).toBe(false);
+  });
+
+  it("in a gzip body that cannot be decoded partway, after its head went on: cut, none of the value given", async () => {
+    const c = await tunnel();
+    const before = Buffer.concat(given).length;
+    cutAt.push(Date.now());
+    await expect(c.ask("GET", "/bad-gzip")).rejects.toThrow(/closed/);
+    const mine = Buffer.concat(given).subarray(before).toString("latin1");
+    expect(mine).toMatch(/^HTTP\/1\.1 203 /);
+    expect(mine).not.toContain("\r\n0\r\n\r\n");
+    expect(valueGiven()).toBe(false);
+  });
+
   it("through the absolute-form path (https:// URLs sent to the proxy): headers and body", async () => {
     const out = await exchange(
       port,
@@ -309,6 +462,29 @@ describe("an upstream that echoes the released value", () => {
     given.push(Buffer.from(gz, "latin1"));
     expect(gz).toMatch(/^HTTP\/1\.1 200 /);
     expect(gz).toContain(`"invalid token ${PLACEHOLDER}"`);
+    // a request without the placeholder, while the call has the value released to the host
+    const held = await exchange(
+      port,
+      `GET https://127.0.0.1:${echo.port}/held HTTP/1.1\r\nHost: 127.0.0.1:${echo.port}\r\nConnection: close\r\n\r\n`,
+    );
+    given.push(Buffer.from(held, "latin1"));
+    expect(held).toContain(`\r\nX-Key: ${PLACEHOLDER}\r\n`);
+    expect(bodyOf(held)).toBe(`{"your_key":"${PLACEHOLDER}","again":"${PLACEHOLDER}"}`);
+    const raw = await exchange(
+      port,
+      `GET https://127.0.0.1:${echo.port}/deflate-raw HTTP/1.1\r\nHost: 127.0.0.1:${echo.port}\r\n${AUTH}Connection: close\r\n\r\n`,
+    );
+    given.push(Buffer.from(raw, "latin1"));
+    expect(raw).toMatch(/^HTTP\/1\.1 200 /);
+    expect(bodyOf(raw)).toContain(`"invalid token ${PLACEHOLDER}"`);
+    cutAt.push(Date.now());
+    const bad = await exchange(
+      port,
+      `GET https://127.0.0.1:${echo.port}/bad-gzip HTTP/1.1\r\nHost: 127.0.0.1:${echo.port}\r\n${AUTH}Connection: close\r\n\r\n`,
+    );
+    given.push(Buffer.from(bad, "latin1"));
+    expect(bad).toMatch(/^HTTP\/1\.1 203 /);
+    expect(bad).not.toContain("\r\n0\r\n\r\n");
     // the upstream's connection dies partway through the value: cut, none of it given
     const cut = await exchange(
       port,
@@ -326,5 +502,39 @@ describe("an upstream that echoes the released value", () => {
       acceptEncoding: "identity",
     });
     expect(valueGiven()).toBe(false);
+  });
+});
+
+describe("the record of an answer cut after its head went on", () => {
+  it("is one egress event, failed, with the status the client got (tunnel and absolute form)", async () => {
+    await endCall();
+    await gw.close();
+    const exported = await runCli(["audit", "export"], { stateDir });
+    expect(exported.code, exported.stderr).toBe(0);
+    // the egress records written since the first undecodable answer was asked for, opened
+    const since = Math.min(...cutAt) - 1000;
+    const seqs = exported.stdout
+      .split("\n")
+      .filter((l) => l.includes('"type":"egress"'))
+      .map((l) => JSON.parse(l) as { header: { seq: number; time: string } })
+      .filter((r) => Date.parse(r.header.time) >= since)
+      .map((r) => r.header.seq);
+    const events: string[] = [];
+    for (const seq of seqs) {
+      const shown = await runCli(["audit", "show", String(seq), "--json"], {
+        stateDir,
+        env: passphraseEnv(),
+      });
+      expect(shown.code, shown.stderr).toBe(0);
+      events.push(JSON.stringify((JSON.parse(shown.stdout) as { event: unknown }).event));
+    }
+    // the undecodable gzip (status 203, once in a tunnel and once in absolute form)
+    const cut = events.filter((e) => e.includes('"status":203'));
+    expect(cut.length).toBeGreaterThan(0);
+    for (const e of cut) expect(e).toContain('"outcome":"failed"');
+    expect(cut.map((e) => Number(/"requests":(\d+)/.exec(e)?.[1] ?? 1)).reduce((a, b) => a + b, 0)).toBe(
+      cutAt.length,
+    );
+    expect(exported.stdout).not.toContain(SECRET);
   });
 });

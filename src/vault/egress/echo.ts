@@ -1,68 +1,425 @@
 /**
  * What an answer echoes of the values released for its request, put back as their placeholders.
  * An upstream may hand a request's credential back in its answer: an error that quotes it
- * ("invalid token sk-live-…"), an echo service (httpbin's `/headers`), a `Set-Cookie` or a
- * `Content-Location` built from the request's query, a redirect's `Location` keeping the query.
- * The server reads the answer, and whatever it reads it may pass to the agent: so in every answer
- * to a request that carried a released value, each value is replaced by its placeholder in the
- * status line, every header and the body, as written and URL-encoded (upper- or lower-case
- * escapes), the spellings a URL or a form may give it. Other encodings of the value (base64, a
- * JSON `\u` escape, HTML entities) are not looked for: docs/security.md says so.
+ * ("invalid token sk-live-…"), an echo service (httpbin's `/headers`, a Basic auth echo), a
+ * `Set-Cookie` or a `Content-Location` built from the request's query, a redirect's `Location`
+ * keeping the query. The server reads the answer, and whatever it reads it may pass to the agent:
+ * so in every answer from a host a value was released to (exchange.ts says which answers), each
+ * value is replaced by its placeholder in the status line, every header and the body, in the
+ * spellings the gateway's own scrubber of server output (src/vault/scrub.ts) knows and a stream
+ * can be searched for (docs/security.md lists them):
+ * - each character of the value as itself or escaped, any mix, escapes in either hex case: URL
+ *   escapes of its UTF-8 bytes (`%2F`, `%2f`; `+` for a space), JSON escapes of its UTF-16 units
+ *   (`\u002F`, `\/`, `\"`, `\\`, `\n`…), HTML character references (`&#47;`, `&#x2F;`,
+ *   `&amp;`, `&lt;`, `&gt;`, `&quot;`, `&apos;`);
+ * - its base64, standard and URL-safe, padded or not, and the base64 characters the value alone
+ *   determines inside longer base64 at each of the three alignments (`base64("user:" + value)`,
+ *   as a Basic auth echo writes it), 8 characters or more;
+ * - its UTF-8 bytes in hex, lower and upper case, 8 characters or more.
+ * Searched as bytes (Buffer.indexOf and a walk over the value's characters), never by a regular
+ * expression built from a value: a value may be 64 KiB, a size V8 refuses for one.
  */
 
-/** One spelling of a released value and the placeholder it goes back to. */
-export interface Spelling {
-  from: Buffer;
+/** A place where a value is spelled, and the placeholder that goes there. */
+export interface Match {
+  at: number;
+  end: number;
   to: Buffer;
 }
 
+/** One way a value is looked for. */
+export interface Spelling {
+  /** the most bytes one occurrence takes */
+  readonly longest: number;
+  /** the first occurrence that starts at or after `from` and before `before` (whole in `buf`) */
+  first(buf: Buffer, from: number, before: number): Match | null;
+  /**
+   * The first place at or after `from`, before `before`, where an occurrence may start that the
+   * bytes after `buf` could still make (or make longer): what a stream must keep until they come;
+   * -1 when there is none. Spends `work.left`; when it runs out, answers `from` (keep it all).
+   */
+  unfinished(buf: Buffer, from: number, before: number, work: { left: number }): number;
+}
+
+/** A spelling of fixed bytes (base64, hex forms): found by Buffer.indexOf. */
+class Literal implements Spelling {
+  readonly longest: number;
+  constructor(
+    readonly from: Buffer,
+    readonly to: Buffer,
+  ) {
+    this.longest = from.length;
+  }
+
+  first(buf: Buffer, from: number, before: number): Match | null {
+    const at = buf.indexOf(this.from, from);
+    return at < 0 || at >= before ? null : { at, end: at + this.from.length, to: this.to };
+  }
+
+  unfinished(buf: Buffer, from: number, before: number, work: { left: number }): number {
+    // a start that the end of `buf` cuts: the bytes to the end are the first bytes of this form
+    let p = buf.indexOf(this.from[0]!, Math.max(from, buf.length - this.from.length + 1));
+    for (; p >= 0 && p < before; p = buf.indexOf(this.from[0]!, p + 1)) {
+      const n = buf.length - p;
+      work.left -= n;
+      if (work.left < 0) return from;
+      if (buf.compare(this.from, 0, n, p, buf.length) === 0) return p;
+    }
+    return -1;
+  }
+}
+
 /**
- * The spellings of each released value, longest first (so that where two overlap at one place,
- * the longer goes): as written (its UTF-8 bytes), URL-encoded with encodeURIComponent's
- * upper-case escapes (as release.ts puts it into a URL), and with lower-case escapes.
+ * The most bytes one character of a value takes in any of its spellings: `&#x` + 8 digits + `;`,
+ * or four UTF-8 bytes URL-escaped, or a surrogate pair JSON-escaped.
  */
-export function spellingsOf(released: ReadonlyMap<string, string>): Spelling[] {
+const LONGEST_CHAR = 12;
+/** The most digits read in one HTML character reference (leading zeros included). */
+const REF_DIGITS = 8;
+
+const PERCENT = 0x25;
+const BACKSLASH = 0x5c;
+const AMPERSAND = 0x26;
+const PLUS = 0x2b;
+
+/** The JSON short escapes, by the character they stand for. */
+const JSON_SHORT: Record<number, number> = {
+  34: 0x22, // \"
+  92: 0x5c, // \\
+  47: 0x2f, // \/
+  8: 0x62, // \b
+  12: 0x66, // \f
+  10: 0x6e, // \n
+  13: 0x72, // \r
+  9: 0x74, // \t
+};
+
+/** The HTML named references the common escapers write, by the character they stand for. */
+const HTML_NAMED: Record<number, Buffer> = {
+  38: Buffer.from("&amp;"),
+  60: Buffer.from("&lt;"),
+  62: Buffer.from("&gt;"),
+  34: Buffer.from("&quot;"),
+  39: Buffer.from("&apos;"),
+};
+
+/** The value of a hex digit byte, or -1. */
+function hexDigit(b: number): number {
+  if (b >= 0x30 && b <= 0x39) return b - 0x30;
+  if (b >= 0x41 && b <= 0x46) return b - 0x37;
+  if (b >= 0x61 && b <= 0x66) return b - 0x57;
+  return -1;
+}
+
+/** One character of a value, and how it may be written. */
+interface Char {
+  code: number;
+  /** its UTF-8 bytes */
+  bytes: Uint8Array;
+  /** its UTF-16 code units */
+  units: number[];
+}
+
+/**
+ * A value with each of its characters written as itself or escaped, any mix (see the module
+ * comment): found by trying each place where its first character can start, a walk that keeps
+ * every place the value read so far can end (a character may be read two ways at one place: `%`
+ * itself, or `%25`), so nothing is tried twice and no choice is undone.
+ */
+class Spelled implements Spelling {
+  readonly longest: number;
+  private readonly chars: Char[];
+  private readonly raw: Buffer;
+  /** the bytes an occurrence can start with */
+  private readonly starts: number[];
+  /**
+   * whether the value as written is the only reading of its bytes at a place: it has no `%`,
+   * `\\` or `&`, which it could also be read to hold escaped (`%25`, `\\\\`, `&amp;`), longer
+   */
+  private readonly unambiguous: boolean;
+
+  constructor(
+    value: string,
+    private readonly plain: Buffer,
+    private readonly encoded: Buffer,
+  ) {
+    this.raw = Buffer.from(value, "utf8");
+    this.unambiguous = !/[%\\&]/.test(value);
+    this.chars = [];
+    for (const c of value) {
+      const code = c.codePointAt(0)!;
+      const units = [c.charCodeAt(0)];
+      if (c.length === 2) units.push(c.charCodeAt(1));
+      this.chars.push({ code, bytes: Buffer.from(c, "utf8"), units });
+    }
+    this.longest = LONGEST_CHAR * this.chars.length;
+    const first = this.chars[0]!;
+    this.starts = [
+      ...new Set([first.bytes[0]!, PERCENT, BACKSLASH, AMPERSAND, ...(first.code === 0x20 ? [PLUS] : [])]),
+    ];
+  }
+
+  first(buf: Buffer, from: number, before: number): Match | null {
+    const next = this.starts.map((b) => buf.indexOf(b, from));
+    for (;;) {
+      const at = earliest(next);
+      if (at < 0 || at >= before) return null;
+      // the common case: the value as written (and the whole of any other spelling in `buf`)
+      if (
+        this.unambiguous &&
+        buf.length - at >= this.raw.length &&
+        buf.compare(this.raw, 0, this.raw.length, at, at + this.raw.length) === 0
+      )
+        return { at, end: at + this.raw.length, to: this.plain };
+      const m = this.walk(buf, at, UNBOUNDED).match;
+      if (m) return m;
+      this.advance(buf, next, at);
+    }
+  }
+
+  unfinished(buf: Buffer, from: number, before: number, work: { left: number }): number {
+    // (an occurrence that starts before buf.length - longest ends inside `buf`)
+    const next = this.starts.map((b) => buf.indexOf(b, Math.max(from, buf.length - this.longest + 1)));
+    for (;;) {
+      const at = earliest(next);
+      if (at < 0 || at >= before) return -1;
+      if (this.walk(buf, at, work).unfinished) return work.left < 0 ? from : at;
+      this.advance(buf, next, at);
+    }
+  }
+
+  /** The starts in `next` past `at`, each found again. */
+  private advance(buf: Buffer, next: number[], at: number): void {
+    for (let i = 0; i < next.length; i++) if (next[i] === at) next[i] = buf.indexOf(this.starts[i]!, at + 1);
+  }
+
+  /**
+   * The occurrence that starts at `at` (the longest, when it can end at several places), if any;
+   * and whether bytes after `buf` could make one there, or a longer one (`unfinished`): a way of
+   * reading it reached the end of `buf`, or a character may start within the last LONGEST_CHAR
+   * bytes (said of any byte that can start one of its spellings: a stream keeps a few bytes more
+   * than it must, never fewer). `work.left` runs down by the places tried; when it runs out, the
+   * answer is unfinished.
+   */
+  private walk(
+    buf: Buffer,
+    at: number,
+    work: { left: number },
+  ): { match: Match | null; unfinished: boolean } {
+    let unfinished = false;
+    // the places the value read so far can end, each with whether a URL escape was read
+    let ends: number[] = [at];
+    let escaped: boolean[] = [false];
+    for (const c of this.chars) {
+      const nextEnds: number[] = [];
+      const nextEscaped: boolean[] = [];
+      const add = (end: number, url: boolean) => {
+        const i = nextEnds.indexOf(end);
+        if (i < 0) {
+          nextEnds.push(end);
+          nextEscaped.push(url);
+        } else nextEscaped[i] ||= url;
+      };
+      work.left -= ends.length;
+      if (work.left < 0) return { match: null, unfinished: true };
+      for (let i = 0; i < ends.length; i++) {
+        const p = ends[i]!;
+        const url = escaped[i]!;
+        if (p >= buf.length) {
+          unfinished = true;
+          continue;
+        }
+        if (buf.length - p < LONGEST_CHAR && mayStart(buf[p]!, c)) unfinished = true;
+        const byURL = urlSpelled(buf, p, c);
+        if (byURL >= 0) add(byURL, url || byURL - p !== c.bytes.length);
+        // `%` is read two ways at a `%25`: itself (then `25` must follow in the value), or escaped
+        if (c.code === PERCENT && byURL === p + 1 && escapedByte(buf, p) === PERCENT) add(p + 3, true);
+        const byJson = jsonSpelled(buf, p, c);
+        if (byJson >= 0) add(byJson, url);
+        const byHtml = htmlSpelled(buf, p, c);
+        if (byHtml >= 0) add(byHtml, url);
+      }
+      if (nextEnds.length === 0) return { match: null, unfinished };
+      ends = nextEnds;
+      escaped = nextEscaped;
+    }
+    let best = 0;
+    for (let i = 1; i < ends.length; i++) if (ends[i]! > ends[best]!) best = i;
+    return { match: { at, end: ends[best]!, to: escaped[best] ? this.encoded : this.plain }, unfinished };
+  }
+}
+
+/** A budget that never runs out (a search of whole bytes). */
+const UNBOUNDED = { left: Number.POSITIVE_INFINITY };
+
+/** The least of the places in `next` (-1 for none left), or -1. */
+function earliest(next: readonly number[]): number {
+  let at = -1;
+  for (const n of next) if (n >= 0 && (at < 0 || n < at)) at = n;
+  return at;
+}
+
+/** Whether byte `b` can start a spelling of `c`: itself, or an escape (URL, JSON, HTML), or `+` for a space. */
+function mayStart(b: number, c: Char): boolean {
+  return (
+    b === c.bytes[0] || b === PERCENT || b === BACKSLASH || b === AMPERSAND || (b === PLUS && c.code === 0x20)
+  );
+}
+
+/**
+ * Where `c` ends when written at `p` as its UTF-8 bytes, each as itself or URL-escaped (`%2F`,
+ * `%2f`; a space also as `+`), or -1.
+ */
+function urlSpelled(buf: Buffer, p: number, c: Char): number {
+  let q = p;
+  for (const b of c.bytes) {
+    if (buf[q] === b) q += 1;
+    else if (buf[q] === PERCENT && q + 2 < buf.length && escapedByte(buf, q) === b) q += 3;
+    else if (b === 0x20 && buf[q] === PLUS) q += 1;
+    else return -1;
+  }
+  return q;
+}
+
+/** The byte a URL escape at `q` (`%2F`, `%2f`) stands for, or -1. */
+function escapedByte(buf: Buffer, q: number): number {
+  const high = hexDigit(buf[q + 1]!);
+  const low = hexDigit(buf[q + 2]!);
+  return high < 0 || low < 0 ? -1 : high * 16 + low;
+}
+
+/** Where `c` ends when written at `p` as JSON escapes (`\u002f` in either case, `\/`, `\n`…), or -1. */
+function jsonSpelled(buf: Buffer, p: number, c: Char): number {
+  if (buf[p] !== BACKSLASH) return -1;
+  const short = c.units.length === 1 ? JSON_SHORT[c.code] : undefined;
+  if (short !== undefined && buf[p + 1] === short) return p + 2;
+  let q = p;
+  for (const u of c.units) {
+    if (buf[q] !== BACKSLASH || buf[q + 1] !== 0x75 || q + 6 > buf.length) return -1;
+    let n = 0;
+    for (let i = 2; i < 6; i++) {
+      const d = hexDigit(buf[q + i]!);
+      if (d < 0) return -1;
+      n = n * 16 + d;
+    }
+    if (n !== u) return -1;
+    q += 6;
+  }
+  return q;
+}
+
+/** Where `c` ends when written at `p` as an HTML character reference (`&#47;`, `&#x2F;`, `&amp;`), or -1. */
+function htmlSpelled(buf: Buffer, p: number, c: Char): number {
+  if (buf[p] !== AMPERSAND) return -1;
+  const named = HTML_NAMED[c.code];
+  if (
+    named &&
+    buf.length - p >= named.length &&
+    buf.compare(named, 0, named.length, p, p + named.length) === 0
+  )
+    return p + named.length;
+  if (buf[p + 1] !== 0x23) return -1;
+  const hex = buf[p + 2] === 0x78 || buf[p + 2] === 0x58;
+  let q = p + (hex ? 3 : 2);
+  let n = 0;
+  let digits = 0;
+  for (; digits < REF_DIGITS && q < buf.length; q++, digits++) {
+    const d = hexDigit(buf[q]!);
+    if (d < 0 || (!hex && d > 9)) break;
+    n = n * (hex ? 16 : 10) + d;
+  }
+  if (digits === 0 || buf[q] !== 0x3b || n !== c.code) return -1;
+  return q + 1;
+}
+
+/** Base64 and hex forms shorter than this are not looked for: they would match ordinary text. */
+const MIN_FORM = 8;
+
+/**
+ * The base64 characters that depend on `bytes` alone when they start at byte offset 0, 1 or 2
+ * (mod 3) of longer data: the characters whose six bits all fall inside `bytes` (as scrub.ts).
+ */
+function alignedFragment(bytes: Buffer, offset: number): string {
+  const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString("base64");
+  const start = Math.ceil((8 * offset) / 6);
+  const end = Math.floor((8 * (offset + bytes.length)) / 6);
+  return end > start ? encoded.slice(start, end) : "";
+}
+
+const urlSafe = (b64: string) => b64.replaceAll("+", "-").replaceAll("/", "_");
+
+/**
+ * Every spelling of each released value, with the placeholder that goes in its place: the value
+ * spelled character by character (the plain placeholder, or the URL-encoded one where a URL
+ * escape was read); its base64 and hex forms, each replaced by the same form of the placeholder
+ * (so a `Basic` echo decodes to the placeholder; inside longer base64 the characters at the edges,
+ * which hold bits of the data around it, stay as they were).
+ */
+export function spellingsOf(released: Iterable<readonly [string, string]>): Spelling[] {
   const out: Spelling[] = [];
   const seen = new Set<string>();
-  const add = (form: string, encoding: "utf8" | "latin1", to: string) => {
-    const from = Buffer.from(form, encoding);
-    const key = from.toString("latin1");
-    if (from.length === 0 || seen.has(key)) return;
-    seen.add(key);
-    out.push({ from, to: Buffer.from(to, "latin1") });
+  const literal = (from: string, to: string) => {
+    if (from.length < MIN_FORM || seen.has(from)) return;
+    seen.add(from);
+    out.push(new Literal(Buffer.from(from, "latin1"), Buffer.from(to, "latin1")));
   };
   for (const [scope, value] of released) {
     if (value === "") continue;
-    add(value, "utf8", `portcullis-placeholder:${scope}`);
-    const encoded = encodeURIComponent(value);
-    add(encoded, "latin1", `portcullis-placeholder%3A${scope}`);
-    add(
-      encoded.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()),
-      "latin1",
-      `portcullis-placeholder%3A${scope}`,
+    const placeholder = `portcullis-placeholder:${scope}`;
+    out.push(
+      new Spelled(
+        value,
+        Buffer.from(placeholder, "latin1"),
+        Buffer.from(`portcullis-placeholder%3A${scope}`, "latin1"),
+      ),
     );
+    const bytes = Buffer.from(value, "utf8");
+    const marker = Buffer.from(placeholder, "latin1");
+    const b64 = bytes.toString("base64");
+    const to64 = marker.toString("base64");
+    // (base64's padding is at most two "=")
+    const bare = (b: string) => (b.endsWith("==") ? b.slice(0, -2) : b.endsWith("=") ? b.slice(0, -1) : b);
+    // (where the value's base64 needs no padding, a standard one is taken to pad the
+    // placeholder's and a URL-safe one not to, as each is most often written)
+    literal(b64, to64);
+    literal(urlSafe(bare(b64)), urlSafe(bare(to64)));
+    literal(bare(b64), bare(to64));
+    literal(urlSafe(b64), urlSafe(to64));
+    for (let offset = 0; offset < 3; offset++) {
+      const from = alignedFragment(bytes, offset);
+      const to = alignedFragment(marker, offset);
+      literal(from, to);
+      literal(urlSafe(from), urlSafe(to));
+    }
+    const hex = bytes.toString("hex");
+    literal(hex, marker.toString("hex"));
+    literal(hex.toUpperCase(), marker.toString("hex").toUpperCase());
   }
-  return out.sort((a, b) => b.from.length - a.from.length);
+  return out;
 }
 
 /**
  * The first occurrence of any spelling in `buf` from `from` that starts before `before`: the
- * earliest, the longest of those at one place. Searched with Buffer.indexOf (plain bytes, never a
- * regular expression built from a value: a value may be 64 KiB, a size V8 refuses for one).
+ * earliest, the longest of those at one place.
  */
-function firstAt(
-  buf: Buffer,
-  from: number,
-  before: number,
-  spellings: readonly Spelling[],
-): { at: number; s: Spelling } | null {
-  let best: { at: number; s: Spelling } | null = null;
+function firstAt(buf: Buffer, from: number, before: number, spellings: readonly Spelling[]): Match | null {
+  let best: Match | null = null;
   for (const s of spellings) {
-    const at = buf.indexOf(s.from, from);
-    if (at < 0 || at >= before) continue;
-    if (best === null || at < best.at) best = { at, s };
+    const m = s.first(buf, from, best === null ? before : best.at + 1);
+    if (m === null) continue;
+    if (best === null || m.at < best.at || (m.at === best.at && m.end > best.end)) best = m;
   }
   return best;
+}
+
+/** What EchoScrubber.push may spend looking for unfinished occurrences, beyond 4 per byte. */
+const UNFINISHED_SLACK = 1 << 16;
+
+/** The most bytes one occurrence of any of `spellings` takes. */
+export function longestOf(spellings: readonly Spelling[]): number {
+  let n = 0;
+  for (const s of spellings) n = Math.max(n, s.longest);
+  return n;
 }
 
 /** `buf` with every spelling replaced by its placeholder; the same buffer when there is none. */
@@ -86,8 +443,8 @@ function replaceUpTo(
   const parts: Buffer[] = [];
   let at = 0;
   while (m !== null) {
-    parts.push(buf.subarray(at, m.at), m.s.to);
-    at = m.at + m.s.from.length;
+    parts.push(buf.subarray(at, m.at), m.to);
+    at = m.end;
     m = firstAt(buf, at, limit, spellings);
   }
   const cut = Math.max(at, limit);
@@ -101,20 +458,7 @@ function replaceUpTo(
  * bytes, so a value written into a header as UTF-8 (latin1 characters, one per byte) is found.
  */
 export function headWithoutEchoes(head: Buffer, spellings: readonly Spelling[]): Buffer {
-  if (spellings.length === 0) return head;
-  let out = withoutValues(head, spellings);
-  // an encoded value whose escapes the upstream wrote in mixed case (`%2f%3A`): looked for again
-  // in a copy with every escape in upper case, only when a lower-case escape is there at all
-  const text = out.toString("latin1");
-  if (/%(?:[a-f][0-9a-fA-F]|[0-9A-F][a-f])/.test(text)) {
-    const upper = Buffer.from(
-      text.replace(/%[0-9a-fA-F]{2}/g, (e) => e.toUpperCase()),
-      "latin1",
-    );
-    const again = withoutValues(upper, spellings);
-    if (again !== upper) out = again;
-  }
-  return out;
+  return withoutValues(head, spellings);
 }
 
 /**
@@ -129,14 +473,24 @@ export class EchoScrubber {
   private readonly keep: number;
 
   constructor(private readonly spellings: readonly Spelling[]) {
-    this.keep = spellings.reduce((n, s) => Math.max(n, s.from.length), 0) - 1;
+    this.keep = longestOf(spellings) - 1;
   }
 
   /** The bytes of `piece` (after those kept) that can be given on, the values replaced. */
   push(piece: Buffer): Buffer {
     if (this.spellings.length === 0) return piece;
     const buf = this.kept.length === 0 ? piece : Buffer.concat([this.kept, piece]);
-    const limit = buf.length - this.keep;
+    // what is kept: from the first place where an occurrence may start that the next bytes could
+    // finish or make longer (so a stream gives on what a whole body would give), at most the
+    // last (longest spelling - 1) bytes; the place looked for only there, within a budget past
+    // which all of those are kept (a value that repeats itself, in text that repeats it)
+    const from = Math.max(0, buf.length - this.keep);
+    const work = { left: 4 * buf.length + UNFINISHED_SLACK };
+    let limit = buf.length;
+    for (const s of this.spellings) {
+      const at = s.unfinished(buf, from, limit, work);
+      if (at >= 0) limit = at;
+    }
     if (limit <= 0) {
       this.kept = buf;
       return Buffer.alloc(0);

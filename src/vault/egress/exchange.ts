@@ -1,5 +1,5 @@
 import type { Duplex } from "node:stream";
-import { headWithoutEchoes, spellingsOf, withoutValues } from "./echo.js";
+import { headWithoutEchoes, type Spelling, spellingsOf, withoutValues } from "./echo.js";
 import {
   type Destination,
   destinationText,
@@ -86,6 +86,11 @@ export interface ExchangeOptions {
     dest: Destination,
     parts: { url: string; headers: string[]; values?: Map<string, string> },
   ): Promise<Released>;
+  /**
+   * The spellings of the values released to `dest` for calls still in flight (release.ts,
+   * echoesFor), or null: every answer from `dest` is scrubbed of them, whatever its request carried
+   */
+  echoes?(dest: Destination): Spelling[] | null;
   record(r: {
     method: string;
     scheme: "http" | "https";
@@ -263,8 +268,12 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
     }
     // a name's trailing dot dropped where the request names a site, as the proxy matched and dialled it
     let text = `${head.method} ${targetWithoutTrailingDot(parts.url)} HTTP/1.${head.minor}\r\n`;
-    // an answer with a value in it is read to take the value out: asked for uncompressed (rewrite.ts)
-    const releasing = s.released.length > 0;
+    // every answer from a host while a value is released to it for a call in flight (not only to
+    // this request: an upstream may give the key back to another), as an answer may echo them;
+    // none: the answer passes as it came
+    const spellings = o.echoes?.(o.dest) ?? (parts.values.size > 0 ? spellingsOf(parts.values) : null);
+    // an answer read to take the values out is asked for uncompressed (rewrite.ts)
+    const releasing = spellings !== null;
     for (let i = 0; i < names.length; i++) {
       const name = names[i]!.toLowerCase();
       if (releasing && name === "accept-encoding") continue;
@@ -306,9 +315,18 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
       if (unrecorded === abandoned) unrecorded = null;
       o.record(r);
     };
-    const abandoned = () => recordOnce({ ...base, outcome: "failed" });
-    // the values released for this request, as an answer may echo them (none: passed as it came)
-    const spellings = parts.values.size > 0 ? spellingsOf(parts.values) : null;
+    /**
+     * The status of an answer whose rewritten body is being given on: it is recorded when the body
+     * is whole (forwarded), or cut by the upstream or its decoding (failed), one record either way
+     */
+    let pending: number | undefined;
+    // a tunnel closed by its client while the answer was being given on: forwarded, as far as it went
+    const abandoned = () =>
+      recordOnce(
+        pending === undefined
+          ? { ...base, outcome: "failed" }
+          : { ...base, outcome: "forwarded", status: pending },
+      );
     /** the body being rewritten (an answer to a request that carried a value), while it is */
     let rewritten: RewrittenBody | null = null;
     /** the upstream's body is complete and the rewritten one is being given on */
@@ -325,6 +343,7 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
       up.socket.resume();
     };
     const done = () => {
+      if (pending !== undefined) recordOnce({ ...base, outcome: "forwarded", status: pending });
       over = true;
       rewritten = null;
       upstream = null;
@@ -353,12 +372,17 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
     const failUp = (e: Error, status: number) => {
       if (over) return;
       over = true;
+      // nothing of the answer given yet (a rewritten body whose head waits for its first bytes):
+      // it can still be refused with an error the client reads
+      const begun = answered && (rewritten === null || rewritten.begun);
       // what the rewritten body kept is dropped: never given on unscrubbed
       rewritten?.stop();
       rewritten = null;
       upstream = null;
       up.discard();
-      if (!answered) {
+      // an answer cut after its head went on: failed, with the status the client got
+      if (begun && pending !== undefined) recordOnce({ ...base, outcome: "failed", status: pending });
+      if (!begun) {
         recordOnce({ ...base, outcome: "failed" });
         refuse(
           status,
@@ -395,7 +419,9 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
         // (thrown before anything of the answer is given on: recorded as failed, a 502 to the client)
         if (plan && "refused" in plan) throw new HttpError(plan.refused);
         answered = true;
-        recordOnce({ ...base, outcome: "forwarded", status: h.status });
+        // a rewritten body can still fail (its decoding, the upstream): recorded once it is whole
+        if (plan) pending = h.status;
+        else recordOnce({ ...base, outcome: "forwarded", status: h.status });
         rmeter = new BodyMeter(f);
         rclose = closes(h) || f.kind === "close";
         let n: number;

@@ -178,8 +178,12 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       n,
       n.toLowerCase() === "host" ? withoutTrailingDot(parts.headers[i]!) : parts.headers[i]!,
     ]);
-    // an answer with a value in it is read to take the value out: asked for uncompressed (rewrite.ts)
-    const spellings = parts.values.size > 0 ? spellingsOf(parts.values) : null;
+    // every answer from a host while a value is released to it for a call in flight, as an
+    // answer may echo them (release.ts, echoesFor), is read to take the values out: asked for
+    // uncompressed (rewrite.ts)
+    const spellings =
+      (isDeclared ? substitute.echoesFor(dest) : null) ??
+      (parts.values.size > 0 ? spellingsOf(parts.values) : null);
     const sent = spellings
       ? [
           ...headers.filter(([n]) => n.toLowerCase() !== "accept-encoding"),
@@ -259,13 +263,15 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       // (a body given on undecoded keeps naming its coding: identity)
       if (spellings && !bodyless && decoded.decoder === null)
         for (const c of codings) raw.push("Content-Encoding", c);
-      record({ ...base, outcome: "forwarded", status });
+      const rewritten = spellings !== null && !bodyless;
+      // a rewritten body can still be cut (the upstream, its decoding): recorded once it ends
+      if (!rewritten) record({ ...base, outcome: "forwarded", status });
       try {
         res.writeHead(status, up.statusMessage ? clean(up.statusMessage) : undefined, raw);
       } catch {
         res.writeHead(status);
       }
-      if (!spellings || bodyless) {
+      if (!rewritten) {
         up.pipe(res);
         up.on("error", () => res.destroy());
         return;
@@ -276,8 +282,14 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
         flush: (cb) => cb(null, scrubber.end()),
       });
       // any failure (the upstream's, the decoder's) ends the answer unfinished: what the scrubber
-      // kept is never given on
+      // kept is never given on, and it is recorded as failed; a client that went away meanwhile
+      // had the answer forwarded as far as it went
+      let cut = false;
+      up.on("aborted", () => (cut = true));
+      up.on("error", () => (cut = true));
+      decoded.decoder?.on("error", () => (cut = true));
       const done = (e: Error | null | undefined) => {
+        record({ ...base, outcome: e && cut ? "failed" : "forwarded", status });
         if (e) res.destroy();
       };
       if (decoded.decoder) pipeline(up, decoded.decoder, scrub, res, done);
@@ -320,6 +332,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       upstreams: pool,
       onlyDeclared: o.mode === "declared-only",
       release: substitute,
+      echoes: substitute.echoesFor,
       record: (r) => record({ host: dest.host, port: dest.port, ...r }),
     });
 

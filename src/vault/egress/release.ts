@@ -1,4 +1,5 @@
 import type { CredentialSpec } from "../credentials.js";
+import { type Spelling, spellingsOf } from "./echo.js";
 import type { HolderClient } from "./holderClient.js";
 import { type Destination, destinationText, hostMatches } from "./hosts.js";
 
@@ -19,6 +20,12 @@ import { type Destination, destinationText, hostMatches } from "./hosts.js";
  *   holder also says so on the connection it released the value on (`onChanged`), which another
  *   process setting the file's time back cannot undo;
  * - the connection to the holder is open (a holder that goes away drops them all).
+ *
+ * Apart from those, every value released for a call is remembered (`given`) until that call ends
+ * or the epoch changes, whatever the holder does meanwhile (a value already sent stays sent): while
+ * one is, every answer from its host is scrubbed of it (echoesFor, exchange.ts), the answers to
+ * requests that carried no placeholder too. An upstream may hand the key back to any request of
+ * the call, not only to the one that carried it.
  */
 
 const PLACEHOLDER = /portcullis-placeholder(?::|%3[aA])([A-Za-z0-9][A-Za-z0-9._-]{0,127})/g;
@@ -86,6 +93,13 @@ export function releaser(o: Options) {
   const holder = o.holder;
   const kept = new Map<string, Kept>();
   const forget = () => kept.clear();
+  /** call key, scope, host → the value released for that call: kept until the call ends */
+  const given = new Map<string, { value: string; scope: string; host: string; epoch: string }>();
+  /** host → the spellings of the values given for it (echoesFor), made again when `given` changes */
+  let echoes = new Map<string, Spelling[] | null>();
+  const forgetGiven = (k: string) => {
+    if (given.delete(k)) echoes = new Map();
+  };
   holder.onGone(forget);
   // a secret stored or removed, as the holder says it: a file's time set back cannot hide that
   holder.onChanged(forget);
@@ -95,7 +109,7 @@ export function releaser(o: Options) {
     if (sweeper) return;
     sweeper = setInterval(() => {
       sweep(o.calls());
-      if (kept.size === 0 && sweeper) {
+      if (kept.size === 0 && given.size === 0 && sweeper) {
         clearInterval(sweeper);
         sweeper = null;
       }
@@ -104,10 +118,12 @@ export function releaser(o: Options) {
   };
   const sweep = (window: { epoch: string | null; inFlight: Iterable<InFlight> }): InFlight[] => {
     const inFlight = [...window.inFlight];
-    if (kept.size === 0) return inFlight;
+    if (kept.size === 0 && given.size === 0) return inFlight;
     const live = new Set(inFlight.filter((c) => c.epoch === window.epoch).map(keptKey));
     for (const [k, v] of kept)
       if (v.epoch !== window.epoch || !live.has(k.slice(0, k.indexOf("\n")))) kept.delete(k);
+    for (const [k, v] of given)
+      if (v.epoch !== window.epoch || !live.has(k.slice(0, k.indexOf("\n")))) forgetGiven(k);
     return inFlight;
   };
 
@@ -161,6 +177,12 @@ export function releaser(o: Options) {
         out.withheld.push(scope);
         continue;
       }
+      const k = `${keptKey(call)}\n${scope}\n${host}`;
+      if (given.get(k)?.value !== value) {
+        given.set(k, { value, scope, host, epoch: call.epoch });
+        echoes = new Map();
+        sweepSoon();
+      }
       const re = placeholderOf(scope);
       const v = value;
       parts.url = parts.url.replace(re, () => encodeURIComponent(v));
@@ -172,11 +194,34 @@ export function releaser(o: Options) {
     }
     return out;
   };
+  /**
+   * The spellings of every value released to `dest` for a call still in flight in the current
+   * epoch (echo.ts), or null when there is none: what every answer from `dest` is scrubbed of.
+   */
+  const echoesFor = (dest: Destination): Spelling[] | null => {
+    if (given.size === 0) return null;
+    sweep(o.calls());
+    const host = destinationText(dest);
+    let s = echoes.get(host);
+    if (s === undefined) {
+      // (a scope released for two calls has one value; should they differ, both are looked for)
+      const values: [string, string][] = [];
+      for (const v of given.values())
+        if (v.host === host && !values.some(([sc, va]) => sc === v.scope && va === v.value))
+          values.push([v.scope, v.value]);
+      s = values.length === 0 ? null : spellingsOf(values);
+      echoes.set(host, s);
+    }
+    return s;
+  };
   return Object.assign(release, {
+    echoesFor,
     close() {
       if (sweeper) clearInterval(sweeper);
       sweeper = null;
       forget();
+      given.clear();
+      echoes = new Map();
     },
   });
 }

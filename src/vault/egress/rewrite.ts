@@ -1,5 +1,5 @@
-import type { Transform } from "node:stream";
-import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+import { Transform, type TransformCallback } from "node:stream";
+import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from "node:zlib";
 import { EchoScrubber, type Spelling } from "./echo.js";
 
 /**
@@ -29,9 +29,69 @@ export type Plan =
 /** A decoder for a Content-Encoding the proxy reads, or null for one it does not. */
 function decoderFor(coding: string): Transform | null {
   if (coding === "gzip" || coding === "x-gzip") return createGunzip();
-  if (coding === "deflate") return createInflate();
+  if (coding === "deflate") return new AnyDeflate();
   if (coding === "br") return createBrotliDecompress();
   return null;
+}
+
+/**
+ * Whether two bytes start a zlib stream (RFC 1950): the method deflate (8) in the low bits of the
+ * first, and the two, read as one 16-bit number, a multiple of 31.
+ */
+function zlibHeader(b0: number, b1: number): boolean {
+  return (b0 & 0x0f) === 8 && ((b0 << 8) | b1) % 31 === 0;
+}
+
+/**
+ * `Content-Encoding: deflate` as servers send it: RFC 9110 says a zlib stream, and some (older
+ * IIS, some PHP and embedded servers) send raw deflate without the zlib header, which
+ * createInflate refuses. Like browsers and curl, the first two bytes decide: a zlib header, read
+ * with createInflate; anything else, as raw deflate (createInflateRaw). A body that is neither
+ * still fails to decode, and is cut (fail closed).
+ */
+class AnyDeflate extends Transform {
+  private inner: Transform | null = null;
+  private start: Buffer = Buffer.alloc(0);
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    if (this.inner) {
+      this.inner.write(chunk, () => cb());
+      return;
+    }
+    this.start = this.start.length === 0 ? chunk : Buffer.concat([this.start, chunk]);
+    if (this.start.length < 2) {
+      cb();
+      return;
+    }
+    this.begin().write(this.start, () => cb());
+    this.start = Buffer.alloc(0);
+  }
+
+  override _flush(cb: TransformCallback): void {
+    // an empty body is an empty body; one of a single byte is no stream of either kind
+    if (!this.inner && this.start.length === 0) {
+      cb();
+      return;
+    }
+    const inner = this.inner ?? this.begin();
+    if (this.start.length > 0) inner.write(this.start);
+    inner.once("end", () => cb());
+    inner.end();
+  }
+
+  override _destroy(e: Error | null, cb: (e: Error | null) => void): void {
+    this.inner?.destroy();
+    cb(e);
+  }
+
+  private begin(): Transform {
+    const s = this.start;
+    const inner = s.length >= 2 && zlibHeader(s[0]!, s[1]!) ? createInflate() : createInflateRaw();
+    inner.on("data", (d: Buffer) => this.push(d));
+    inner.on("error", (e: Error) => this.destroy(e));
+    this.inner = inner;
+    return inner;
+  }
 }
 
 /**
@@ -188,6 +248,11 @@ export class RewrittenBody {
     // (a decoder emits `end` only once its output is read: it flows, through the `data` listener)
     d.once("end", last);
     d.end();
+  }
+
+  /** Whether the head went on to the client (then a failure can only cut the answer). */
+  get begun(): boolean {
+    return this.head === null;
   }
 
   /** Stops: nothing more is given (the tunnel closed, or the upstream failed). */
