@@ -130,8 +130,8 @@ class Spelled implements Spelling {
   readonly longest: number;
   private readonly chars: Char[];
   private readonly raw: Buffer;
-  /** the bytes an occurrence can start with */
-  private readonly starts: number[];
+  /** 1 for each byte an occurrence can start with */
+  private readonly startTable = new Uint8Array(256);
   /**
    * whether the value as written is the only reading of its bytes at a place: it has no `%`,
    * `\\` or `&`, which it could also be read to hold escaped (`%25`, `\\\\`, `&amp;`), longer
@@ -154,43 +154,56 @@ class Spelled implements Spelling {
     }
     this.longest = LONGEST_CHAR * this.chars.length;
     const first = this.chars[0]!;
-    this.starts = [
-      ...new Set([first.bytes[0]!, PERCENT, BACKSLASH, AMPERSAND, ...(first.code === 0x20 ? [PLUS] : [])]),
-    ];
+    for (const b of [first.bytes[0]!, PERCENT, BACKSLASH, AMPERSAND, ...(first.code === 0x20 ? [PLUS] : [])])
+      this.startTable[b] = 1;
   }
 
   first(buf: Buffer, from: number, before: number): Match | null {
-    const next = this.starts.map((b) => buf.indexOf(b, from));
-    for (;;) {
-      const at = earliest(next);
-      if (at < 0 || at >= before) return null;
+    // a scan with a table of the starting bytes: text full of `&`, `%` or `\\` (URLs, escaped
+    // JSON) made one indexOf per place tried, a call into C++ each, cost more than this loop
+    const starts = this.startTable;
+    const end = Math.min(before, buf.length);
+    const first = this.chars[0]!;
+    for (let at = from; at < end; at++) {
+      const b = buf[at]!;
+      if (starts[b] === 0) continue;
+      // most `&` and `\\` in text begin no reference or escape of the first character: skipped
+      // here without a walk (`&` must be followed by `#` or a name, `\\` by `u` or a short escape)
+      if (b !== first.bytes[0]) {
+        const after = buf[at + 1];
+        if (
+          b === AMPERSAND &&
+          after !== 0x23 &&
+          !(HTML_NAMED[first.code] && after === HTML_NAMED[first.code]![1])
+        )
+          continue;
+        if (b === BACKSLASH && after !== 0x75 && after !== JSON_SHORT[first.code]) continue;
+      }
       // the common case: the value as written (and the whole of any other spelling in `buf`)
       if (
         this.unambiguous &&
+        buf[at] === this.raw[0] &&
+        // (Buffer.compare is a call into C++: made only where the first two bytes are the value's)
+        (this.raw.length < 2 || buf[at + 1] === this.raw[1]) &&
         buf.length - at >= this.raw.length &&
         buf.compare(this.raw, 0, this.raw.length, at, at + this.raw.length) === 0
       )
         return { at, end: at + this.raw.length, to: this.plain };
-      const m = this.walk(buf, at, UNBOUNDED).match;
+      const m = this.walk(buf, at, null).match;
       if (m) return m;
-      this.advance(buf, next, at);
     }
+    return null;
   }
 
   unfinished(buf: Buffer, from: number, before: number, work: { left: number }): number {
     // (an occurrence that starts before buf.length - longest ends inside `buf`)
-    const next = this.starts.map((b) => buf.indexOf(b, Math.max(from, buf.length - this.longest + 1)));
-    for (;;) {
-      const at = earliest(next);
-      if (at < 0 || at >= before) return -1;
+    const starts = this.startTable;
+    for (let at = Math.max(from, buf.length - this.longest + 1); at < before; at++) {
+      if (starts[buf[at]!] === 0) continue;
       if (this.walk(buf, at, work).unfinished) return work.left < 0 ? from : at;
-      this.advance(buf, next, at);
+      if (--work.left < 0) return from;
     }
-  }
-
-  /** The starts in `next` past `at`, each found again. */
-  private advance(buf: Buffer, next: number[], at: number): void {
-    for (let i = 0; i < next.length; i++) if (next[i] === at) next[i] = buf.indexOf(this.starts[i]!, at + 1);
+    return -1;
   }
 
   /**
@@ -199,18 +212,45 @@ class Spelled implements Spelling {
    * reading it reached the end of `buf`, or a character may start within the last LONGEST_CHAR
    * bytes (said of any byte that can start one of its spellings: a stream keeps a few bytes more
    * than it must, never fewer). `work.left` runs down by the places tried; when it runs out, the
-   * answer is unfinished.
+   * answer is unfinished (null: a search of whole bytes, without a budget).
    */
   private walk(
     buf: Buffer,
     at: number,
-    work: { left: number },
+    work: { left: number } | null,
   ): { match: Match | null; unfinished: boolean } {
+    const chars = this.chars;
+    const len = buf.length;
+    // while there is one way to read the value so far (the common case), without arrays: most
+    // places tried fail at their first or second character
+    let p = at;
+    let url = false;
+    let k = 0;
+    for (; k < chars.length; k++) {
+      const c = chars[k]!;
+      // near the end of `buf`: the general walk, which says what may be unfinished
+      if (len - p < LONGEST_CHAR) break;
+      if (work !== null && --work.left < 0) return UNFINISHED;
+      const byURL = urlSpelled(buf, p, c);
+      const byJson = buf[p] === BACKSLASH ? jsonSpelled(buf, p, c) : -1;
+      const byHtml = buf[p] === AMPERSAND ? htmlSpelled(buf, p, c) : -1;
+      const twice = c.code === PERCENT && byURL === p + 1 && escapedByte(buf, p) === PERCENT;
+      const ways = (byURL >= 0 ? 1 : 0) + (byJson >= 0 ? 1 : 0) + (byHtml >= 0 ? 1 : 0) + (twice ? 1 : 0);
+      if (ways === 0) return NOT_HERE;
+      if (ways > 1) break;
+      if (byURL >= 0) {
+        url ||= byURL - p !== c.bytes.length;
+        p = byURL;
+      } else p = byJson >= 0 ? byJson : byHtml;
+    }
+    if (k === chars.length)
+      return { match: { at, end: p, to: url ? this.encoded : this.plain }, unfinished: false };
     let unfinished = false;
     // the places the value read so far can end, each with whether a URL escape was read
-    let ends: number[] = [at];
-    let escaped: boolean[] = [false];
-    for (const c of this.chars) {
+    let ends: number[] = [p];
+    let escaped: boolean[] = [url];
+    for (; k < chars.length; k++) {
+      const c = chars[k]!;
       const nextEnds: number[] = [];
       const nextEscaped: boolean[] = [];
       const add = (end: number, url: boolean) => {
@@ -220,16 +260,18 @@ class Spelled implements Spelling {
           nextEscaped.push(url);
         } else nextEscaped[i] ||= url;
       };
-      work.left -= ends.length;
-      if (work.left < 0) return { match: null, unfinished: true };
+      if (work !== null) {
+        work.left -= ends.length;
+        if (work.left < 0) return UNFINISHED;
+      }
       for (let i = 0; i < ends.length; i++) {
         const p = ends[i]!;
         const url = escaped[i]!;
-        if (p >= buf.length) {
+        if (p >= len) {
           unfinished = true;
           continue;
         }
-        if (buf.length - p < LONGEST_CHAR && mayStart(buf[p]!, c)) unfinished = true;
+        if (len - p < LONGEST_CHAR && mayStart(buf[p]!, c)) unfinished = true;
         const byURL = urlSpelled(buf, p, c);
         if (byURL >= 0) add(byURL, url || byURL - p !== c.bytes.length);
         // `%` is read two ways at a `%25`: itself (then `25` must follow in the value), or escaped
@@ -239,7 +281,7 @@ class Spelled implements Spelling {
         const byHtml = htmlSpelled(buf, p, c);
         if (byHtml >= 0) add(byHtml, url);
       }
-      if (nextEnds.length === 0) return { match: null, unfinished };
+      if (nextEnds.length === 0) return unfinished ? UNFINISHED : NOT_HERE;
       ends = nextEnds;
       escaped = nextEscaped;
     }
@@ -249,15 +291,9 @@ class Spelled implements Spelling {
   }
 }
 
-/** A budget that never runs out (a search of whole bytes). */
-const UNBOUNDED = { left: Number.POSITIVE_INFINITY };
-
-/** The least of the places in `next` (-1 for none left), or -1. */
-function earliest(next: readonly number[]): number {
-  let at = -1;
-  for (const n of next) if (n >= 0 && (at < 0 || n < at)) at = n;
-  return at;
-}
+/** What a walk that found nothing says (shared: most places tried find nothing). */
+const NOT_HERE = { match: null, unfinished: false } as const;
+const UNFINISHED = { match: null, unfinished: true } as const;
 
 /** Whether byte `b` can start a spelling of `c`: itself, or an escape (URL, JSON, HTML), or `+` for a space. */
 function mayStart(b: number, c: Char): boolean {
@@ -272,7 +308,9 @@ function mayStart(b: number, c: Char): boolean {
  */
 function urlSpelled(buf: Buffer, p: number, c: Char): number {
   let q = p;
-  for (const b of c.bytes) {
+  const bytes = c.bytes;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
     if (buf[q] === b) q += 1;
     else if (buf[q] === PERCENT && q + 2 < buf.length && escapedByte(buf, q) === b) q += 3;
     else if (b === 0x20 && buf[q] === PLUS) q += 1;
@@ -314,6 +352,7 @@ function htmlSpelled(buf: Buffer, p: number, c: Char): number {
   const named = HTML_NAMED[c.code];
   if (
     named &&
+    buf[p + 1] === named[1] &&
     buf.length - p >= named.length &&
     buf.compare(named, 0, named.length, p, p + named.length) === 0
   )
