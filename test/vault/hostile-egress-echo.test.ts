@@ -86,7 +86,7 @@ function echoing(req: IncomingMessage, res: ServerResponse) {
       `"html":"${every((c) => `&#${c.charCodeAt(0)};`)}"`,
       `"htmlHex":"${every((c) => `&#x${c.charCodeAt(0).toString(16)};`)}"`,
       // every character escaped, the escapes' hex in upper and lower case by turns
-      `"url":"${every((c) => `%${c.charCodeAt(0).toString(16).padStart(2, "0")}`).replace(/%[0-9a-f]{2}/g, (e) => (Math.random() < 0.5 ? e.toUpperCase() : e))}"`,
+      `"url":"${every((c) => `%${c.charCodeAt(0).toString(16).padStart(2, "0")}`).replace(/%[0-9a-f]{2}/g, (e, at: number) => (at % 2 === 0 ? e.toUpperCase() : e))}"`,
       `"base64":"${b64(token)}"`,
       `"base64url":"${Buffer.from(token).toString("base64url")}"`,
       `"basic":"Basic ${b64(`user:${token}`)}"`,
