@@ -10,6 +10,7 @@ import { expect } from "vitest";
 import { getRequest } from "../../src/approval/requests.js";
 import { readConsoleAddress } from "../../src/console/address.js";
 import { openStoreToRead } from "../../src/store/db.js";
+import { waitForPending } from "../helpers/approvals.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { hostEnv, startGateway } from "../helpers/gateway.js";
 import { CLI, FIXTURES, NODE } from "../helpers/paths.js";
@@ -384,4 +385,20 @@ export async function perCallShop(prefix: string, consoleArgs: string[] = [], co
     removeDir(stateDir);
   };
   return { stateDir, gw, console_, end };
+}
+
+/** The screen the layout tests read a card in: "in view" means inside it. */
+export const CARD_VIEWPORT = { width: 1400, height: 1000 };
+
+/**
+ * The first pending request of `stateDir`, its card opened in `page` at CARD_VIEWPORT after the
+ * human logged in there: what the browser tests of a card's layout start from.
+ */
+export async function openFirstCard(page: Page, stateDir: string) {
+  const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
+  await page.setViewportSize(CARD_VIEWPORT);
+  await loginWithBrowser(page, `${await consoleOf(stateDir)}/requests/${req.request}`);
+  const card = page.getByTestId("pending-request");
+  await card.waitFor();
+  return { req, card, viewport: CARD_VIEWPORT };
 }

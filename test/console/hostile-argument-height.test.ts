@@ -7,9 +7,8 @@
 // escaped: up to about 800), and is capped the same way.
 import { describe, expect, it } from "vitest";
 import { displayName } from "../../src/catalog/text.js";
-import { waitForPending } from "../helpers/approvals.js";
 import { browserSuite, held } from "../helpers/browser.js";
-import { consoleGateway, consoleOf, loginWithBrowser, TRANSFER_TOOL } from "./helpers.js";
+import { consoleGateway, openFirstCard, TRANSFER_TOOL } from "./helpers.js";
 
 const suite = browserSuite();
 const { cleanup } = suite;
@@ -21,13 +20,8 @@ describe("a huge argument value on the review card", () => {
     // before the payee, in the order the card draws them
     const args = { memo, wide: "W".repeat(20_000), short: "s".repeat(150), to: "mallory", amount: 5000 };
     const call = held(gw.client.callTool({ name: "transfer", arguments: args }));
-    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
     const page = suite.browser.page;
-    const viewport = { width: 1400, height: 1000 };
-    await page.setViewportSize(viewport);
-    await loginWithBrowser(page, `${await consoleOf(stateDir)}/requests/${req.request}`);
-    const card = page.getByTestId("pending-request");
-    await card.waitFor();
+    const { card, viewport } = await openFirstCard(page, stateDir);
 
     // Every argument's name, the payee's value and the buttons are in the first screen.
     for (const name of Object.keys(args)) {
@@ -95,13 +89,8 @@ describe("a huge argument value on the review card", () => {
     const long = "\u0001".repeat(200);
     const args = { [long]: "x", to: "mallory", amount: 5000 };
     const call = held(gw.client.callTool({ name: "transfer", arguments: args }));
-    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
     const page = suite.browser.page;
-    const viewport = { width: 1400, height: 1000 };
-    await page.setViewportSize(viewport);
-    await loginWithBrowser(page, `${await consoleOf(stateDir)}/requests/${req.request}`);
-    const card = page.getByTestId("pending-request");
-    await card.waitFor();
+    const { card, viewport } = await openFirstCard(page, stateDir);
     for (const target of [
       card.locator(".args th", { hasText: /^to$/ }),
       card.locator(".args th", { hasText: /^amount$/ }),

@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { waitForPending } from "../helpers/approvals.js";
 import { browserSuite, held } from "../helpers/browser.js";
-import { consoleGateway, consoleOf, loginWithBrowser, TRANSFER_TOOL } from "./helpers.js";
+import { consoleGateway, consoleOf, loginWithBrowser, openFirstCard, TRANSFER_TOOL } from "./helpers.js";
 
 const suite = browserSuite();
 const { cleanup } = suite;
@@ -20,13 +20,8 @@ describe("a call of 50 arguments on the review card", () => {
     args.to = "mallory";
     args.amount = 5000;
     const call = held(gw.client.callTool({ name: "transfer", arguments: args }));
-    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
     const page = suite.browser.page;
-    const viewport = { width: 1400, height: 1000 };
-    await page.setViewportSize(viewport);
-    await loginWithBrowser(page, `${await consoleOf(stateDir)}/requests/${req.request}`);
-    const card = page.getByTestId("pending-request");
-    await card.waitFor();
+    const { card, viewport } = await openFirstCard(page, stateDir);
     const inView = async (target: ReturnType<typeof card.locator>) => {
       const b = (await target.boundingBox())!;
       return b.y >= 0 && b.y + b.height <= viewport.height;

@@ -8,10 +8,9 @@
 import type { Locator } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { displayName } from "../../src/catalog/text.js";
-import { waitForPending } from "../helpers/approvals.js";
 import { browserSuite, held } from "../helpers/browser.js";
 import { TEST_PASSPHRASE } from "../helpers/state.js";
-import { consoleGateway, consoleOf, loginWithBrowser, TRANSFER_TOOL } from "./helpers.js";
+import { consoleGateway, consoleOf, openFirstCard, TRANSFER_TOOL } from "./helpers.js";
 
 const suite = browserSuite();
 const { cleanup } = suite;
@@ -23,13 +22,8 @@ describe("a hostile server's long tool name on the review card", () => {
     const name = "\u0001".repeat(200);
     const { stateDir, gw } = await consoleGateway(cleanup, [{ ...TRANSFER_TOOL, name }]);
     const call = held(gw.client.callTool({ name, arguments: { to: "mallory", amount: 5000 } }));
-    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
     const page = suite.browser.page;
-    const viewport = { width: 1400, height: 1000 };
-    await page.setViewportSize(viewport);
-    await loginWithBrowser(page, `${await consoleOf(stateDir)}/requests/${req.request}`);
-    const card = page.getByTestId("pending-request");
-    await card.waitFor();
+    const { req, card, viewport } = await openFirstCard(page, stateDir);
 
     for (const where of ["header h2", "section.tool h3"]) {
       const place = card.locator(where);
