@@ -11,6 +11,7 @@ import { openStore } from "../../src/store/db.js";
 import { auditActivity, auditEvents } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
+import { liveGatewayMadeToLookGone } from "../helpers/lookGone.js";
 import { makeProject } from "../helpers/project.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
@@ -21,24 +22,7 @@ afterEach(async () => {
 });
 
 it("a running gateway's rows edited to look gone: the call's two ends are shown, and the gateway says so", async () => {
-  const project = makeProject("A");
-  const stateDir = newStateDir();
-  cleanup.push(() => project.cleanup());
-  const live = await startInventory(project, ["--approval", "none"], { stateDir });
-  cleanup.push(() => live.close());
-  await live.client.listTools();
-  const answer = live.client.callTool({ name: "slow_write", arguments: {} }, undefined, { timeout: 60_000 });
-  await waitFor(() => project.counter() === 1, 15_000, "slow_write to reach the server");
-
-  // The edit: every column a reader judges the gateway's liveness by says it is gone.
-  const db = openStore(stateDir);
-  db.prepare(
-    "UPDATE gateways SET boot = 'another-boot', pid = 999999, ended_at = '2000-01-01T00:00:00.000Z' WHERE pid = ?",
-  ).run(live.pid);
-  db.prepare("UPDATE runs SET gateway_boot = 'another-boot', gateway_pid = 999999 WHERE gateway_pid = ?").run(
-    live.pid,
-  );
-  db.close();
+  const { project, stateDir, live, answer } = await liveGatewayMadeToLookGone(cleanup);
 
   const next = await startInventory(project, ["--approval", "none"], { stateDir });
   await next.client.listTools();

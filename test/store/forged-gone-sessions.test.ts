@@ -7,12 +7,12 @@
 // gateway's own records are not taken for the run it ended.
 import { spawn } from "node:child_process";
 import { afterEach, expect, it } from "vitest";
-import { openStore } from "../../src/store/db.js";
 import { waitFor } from "../helpers/files.js";
 import { hostEnv, runCli, startInventory } from "../helpers/gateway.js";
+import { liveGatewayMadeToLookGone } from "../helpers/lookGone.js";
 import { CLI, NODE } from "../helpers/paths.js";
-import { makeProject, type Project } from "../helpers/project.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import type { Project } from "../helpers/project.js";
+import { passphraseEnv } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -35,24 +35,7 @@ interface Entry {
  * and it serves one more call. The sessions (--json) and the table of `audit sessions`.
  */
 async function forgedEnd(next: (project: Project, stateDir: string) => Promise<void>) {
-  const project = makeProject("A");
-  const stateDir = newStateDir();
-  cleanup.push(() => project.cleanup());
-  const live = await startInventory(project, ["--approval", "none"], { stateDir });
-  cleanup.push(() => live.close());
-  await live.client.listTools();
-  const answer = live.client.callTool({ name: "slow_write", arguments: {} }, undefined, { timeout: 60_000 });
-  await waitFor(() => project.counter() === 1, 15_000, "slow_write to reach the server");
-
-  // every column a reader judges the live gateway's liveness by says it is gone
-  const db = openStore(stateDir);
-  db.prepare(
-    "UPDATE gateways SET boot = 'another-boot', pid = 999999, ended_at = '2000-01-01T00:00:00.000Z' WHERE pid = ?",
-  ).run(live.pid);
-  db.prepare("UPDATE runs SET gateway_boot = 'another-boot', gateway_pid = 999999 WHERE gateway_pid = ?").run(
-    live.pid,
-  );
-  db.close();
+  const { project, stateDir, live, answer } = await liveGatewayMadeToLookGone(cleanup);
 
   await next(project, stateDir);
 
