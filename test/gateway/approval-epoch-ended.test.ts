@@ -200,3 +200,27 @@ describe("an approval given after the server was replaced covers nothing", () =>
     });
   }
 });
+
+describe("approve --json after the server was replaced", () => {
+  it("says in its JSON that the grant covers nothing, naming the server's epoch now", async () => {
+    const { stateDir, project, gw } = await setup(40_000);
+    const old = await epochNow(stateDir);
+    const call = gw.client.callTool({ name: "adjust_inventory", arguments: ARGS }).catch((e) => e);
+    const req = await nextRequest(stateDir);
+    const now = await replaceServer(project, gw, stateDir, old);
+
+    const r = await decideByCli(stateDir, "approve", req.request, "--for", "call", "--json");
+    const result = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(result).toMatchObject({
+      request: req.request,
+      decision: "approved",
+      executionEpoch: old,
+      coversNothing: true,
+      serverEpochNow: now,
+    });
+    // the sentence a human reads goes to stderr with --json, never into the JSON's stdout
+    expect(r.stdout).not.toContain("covers nothing");
+    expectStale(await call, old, now);
+    expect(project.records()).toEqual([]);
+  });
+});
