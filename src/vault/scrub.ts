@@ -301,7 +301,11 @@ export class ReleasedValues {
    * and its callers fail closed (src/util/log.ts), as past MAX_GROWTH.
    */
   private settledAround(out: string, marks: Span[], find: (t: string) => Span[], budget: number): string {
-    const reach = (out.includes("\\") ? this.longestForm() : this.longest) + SETTLE_MARGIN;
+    // as far as the longest form reaches from a marker written, and then as far as a whole marker:
+    // an occurrence there may overlap one written before (by the text, or an earlier pass), which
+    // aroundMarkers can widen it to only if the whole of it lies in the stretch
+    const reach =
+      (out.includes("\\") ? this.longestForm() : this.longest) + this.longestMarker + SETTLE_MARGIN;
     // the text done with, from which a stretch takes back what comes before it
     const done = new TextTail();
     let at = 0; // out[0, at) is done, or in the stretch

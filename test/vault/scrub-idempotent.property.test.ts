@@ -103,7 +103,25 @@ describe("scrubbing is idempotent, for values that run into markers too", () => 
           expect(exposed(once, v, marks), JSON.stringify([values, t, once])).toEqual([]);
         expect(twice, JSON.stringify([values, t])).toBe(once);
       }),
-      { numRuns: 1500 },
+      {
+        numRuns: 1500,
+        // found by a clean-clone CI: a marker the text wrote, cut by the stretch settling searched
+        // ("[redacted:credential]5b" for "[" and "][": the first marker lost its "]")
+        examples: [
+          [
+            [
+              [
+                ["[", "credential"],
+                ["][", "s"],
+              ],
+              [
+                ["marker", 0, 0],
+                ["value", 0, 5],
+              ],
+            ],
+          ],
+        ],
+      },
     );
   });
 
