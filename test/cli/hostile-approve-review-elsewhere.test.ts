@@ -1,12 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { nextStoredRequest } from "../helpers/approvals.js";
-import { makeCatalog } from "../helpers/catalog.js";
-import { removeDir, tempDir } from "../helpers/files.js";
-import { startGateway } from "../helpers/gateway.js";
-import { fixtureCommand } from "../helpers/paths.js";
-import { cliOnTerminal, hasScript } from "../helpers/scriptTerminal.js";
+import { cliOnTerminal, hasScript, heldWipe } from "../helpers/scriptTerminal.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -16,23 +11,7 @@ afterEach(async () => {
 
 describe.runIf(hasScript)("approve with its stdout away from the terminal", () => {
   it("shows the review and what is approved on the terminal the passphrase is typed on", async () => {
-    const cat = makeCatalog([
-      { name: "wipe", description: "Wipes the disk.", inputSchema: { type: "object" } },
-    ]);
-    const gw = await startGateway({
-      args: ["--label", "ops", "--approval-timeout", "60000", "--", ...fixtureCommand("catalog")],
-      env: cat.env,
-    });
-    const dir = tempDir("portcullis-review-elsewhere-");
-    cleanup.push(
-      () => gw.close(),
-      () => cat.cleanup(),
-      () => removeDir(dir),
-    );
-    await gw.client.listTools();
-    const call = gw.client.callTool({ name: "wipe", arguments: {} }, undefined, { timeout: 90_000 });
-    call.catch(() => {}); // awaited below
-    const req = await nextStoredRequest(gw.stateDir!);
+    const { gw, call, req, dir } = await heldWipe(cleanup, "portcullis-review-elsewhere-");
 
     const out = join(dir, "stdout.txt");
     const r = await cliOnTerminal(

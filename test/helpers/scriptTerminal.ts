@@ -2,7 +2,11 @@
 // an agent or a script would read it: for the tests of what `approve` shows on the terminal the
 // passphrase is typed on.
 import { spawn, spawnSync } from "node:child_process";
-import { CLI } from "./paths.js";
+import { nextStoredRequest } from "./approvals.js";
+import { makeCatalog } from "./catalog.js";
+import { removeDir, tempDir } from "./files.js";
+import { startGateway } from "./gateway.js";
+import { CLI, fixtureCommand } from "./paths.js";
 import { TEST_PASSPHRASE } from "./state.js";
 
 /** Whether `script` (util-linux) can run a command on a pseudo-terminal here. */
@@ -37,4 +41,29 @@ export function cliOnTerminal(
     }
   });
   return new Promise((resolve) => child.on("exit", (code) => resolve({ code, screen })));
+}
+
+/**
+ * A gateway ("ops") before the catalog fixture whose tool `wipe` was called and waits for a human:
+ * the call, its request, and a directory for the CLI's stdout files; ended by `cleanup`.
+ */
+export async function heldWipe(cleanup: (() => Promise<void> | void)[], prefix: string) {
+  const cat = makeCatalog([
+    { name: "wipe", description: "Wipes the disk.", inputSchema: { type: "object" } },
+  ]);
+  const gw = await startGateway({
+    args: ["--label", "ops", "--approval-timeout", "60000", "--", ...fixtureCommand("catalog")],
+    env: cat.env,
+  });
+  const dir = tempDir(prefix);
+  cleanup.push(
+    () => gw.close(),
+    () => cat.cleanup(),
+    () => removeDir(dir),
+  );
+  await gw.client.listTools();
+  const call = gw.client.callTool({ name: "wipe", arguments: {} }, undefined, { timeout: 90_000 });
+  call.catch(() => {}); // awaited by the test
+  const req = await nextStoredRequest(gw.stateDir!);
+  return { gw, call, req, dir, stateDir: gw.stateDir! };
 }

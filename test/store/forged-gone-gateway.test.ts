@@ -9,11 +9,9 @@
 import { afterEach, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
 import { auditActivity, auditEvents } from "../helpers/approvals.js";
-import { waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
-import { liveGatewayMadeToLookGone } from "../helpers/lookGone.js";
-import { makeProject } from "../helpers/project.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { liveGatewayMadeToLookGone, liveGatewayWithSlowWrite } from "../helpers/lookGone.js";
+import { passphraseEnv } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -58,14 +56,7 @@ it("a running gateway's open call moved to a gateway id with no row: its two end
   // No liveness column of the running gateway is touched: the call's row names another gateway,
   // one that left no row (so no one could see it alive). A lock held by the running gateway,
   // found by its gateway id, would not have kept this call open either.
-  const project = makeProject("A");
-  const stateDir = newStateDir();
-  cleanup.push(() => project.cleanup());
-  const live = await startInventory(project, ["--approval", "none"], { stateDir });
-  cleanup.push(() => live.close());
-  await live.client.listTools();
-  const answer = live.client.callTool({ name: "slow_write", arguments: {} }, undefined, { timeout: 60_000 });
-  await waitFor(() => project.counter() === 1, 15_000, "slow_write to reach the server");
+  const { project, stateDir, live, answer } = await liveGatewayWithSlowWrite(cleanup);
 
   const db = openStore(stateDir);
   expect(db.prepare("UPDATE open_intents SET gateway_id = 'no-such-gateway'").run().changes).toBe(1);
