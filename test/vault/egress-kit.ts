@@ -2,7 +2,7 @@
 // test), a portcullis.json for one server with that credential, the upstreams, a gateway, and a
 // call approved through the real CLI whenever a grant is asked for.
 import { writeFileSync } from "node:fs";
-import { connect } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { expect } from "vitest";
 import { decideByCli, storedPending, storeStamp } from "../helpers/approvals.js";
@@ -171,4 +171,36 @@ export function exchange(
     s.on("error", () => {});
     s.write(first);
   });
+}
+
+export interface RawUpstream {
+  port: number;
+  /** every byte received, over all connections */
+  text(): string;
+  close(): Promise<void>;
+}
+
+/** A plain TCP upstream that records every byte; answers each piece it gets with a 200 unless `held` (then never a word). */
+export async function rawUpstream(held = false): Promise<RawUpstream> {
+  let got = "";
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((s) => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+    s.on("error", () => {});
+    s.on("data", (d: Buffer) => {
+      got += d.toString("latin1");
+      if (!held) s.write("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    port: (server.address() as { port: number }).port,
+    text: () => got,
+    close: () =>
+      new Promise((r) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => r());
+      }),
+  };
 }

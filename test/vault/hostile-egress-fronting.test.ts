@@ -1,43 +1,21 @@
-// Domain fronting under `"egress": "declared-only"`, through a real gateway: a server that may
-// reach only its declared hosts connects to one that fronts many sites (a CDN, a PaaS router:
-// the site that answers is picked from the request's Host or absolute target, not from the
-// connection) and names another site in the request. No value is in it, so the rule that a
-// request with a released value names its destination did not apply: the request reached a site
-// nobody declared, recorded under the declared host. The upstream here records every byte it gets.
-import { createServer, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { newStateDir } from "../helpers/state.js";
-import { egressKit, exchange, nodeServer, proxyPort } from "./egress-kit.js";
+import { egressKit, exchange, nodeServer, proxyPort, type RawUpstream, rawUpstream } from "./egress-kit.js";
 
 const k = egressKit();
 let stateDir: string;
 let port: number;
 let front: number;
-let got = "";
+/** the upstream that fronts other sites: it records every byte it gets */
+let upstream: RawUpstream;
 
 beforeAll(async () => {
   const { hosts } = await k.upstreams();
-  const sockets = new Set<Socket>();
-  const server = createServer((s) => {
-    sockets.add(s);
-    s.on("close", () => sockets.delete(s));
-    s.on("error", () => {});
-    s.on("data", (d: Buffer) => {
-      got += d.toString("latin1");
-      s.write("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  front = (server.address() as { port: number }).port;
-  k.cleanup.push(
-    () =>
-      new Promise<void>((r) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => r());
-      }),
-  );
+  upstream = await rawUpstream();
+  k.cleanup.push(() => upstream.close());
+  front = upstream.port;
   const declared = [...hosts, `127.0.0.1:${front}`];
   stateDir = newStateDir();
   const dir = k.project(nodeServer, declared, { egress: "declared-only" });
@@ -70,13 +48,13 @@ describe('egress "declared-only" and a request to a declared host naming another
       expect(lastStatus(out)).toBe("HTTP/1.1 421");
       expect(out).toContain('egress "declared-only"');
     }
-    expect(got).not.toContain("fronted");
+    expect(upstream.text()).not.toContain("fronted");
     const own = await ask(
       tunnel,
       `GET /own HTTP/1.1\r\nHost: 127.0.0.1:${front}\r\nConnection: close\r\n\r\n`,
     );
     expect(lastStatus(own)).toBe("HTTP/1.1 200");
-    expect(got).toContain("GET /own HTTP/1.1");
+    expect(upstream.text()).toContain("GET /own HTTP/1.1");
     // the refusals are recorded, under the declared host the connection was for
     const refused = await waitFor(
       async () => {

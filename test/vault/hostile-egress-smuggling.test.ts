@@ -8,7 +8,7 @@
 // TCP server that records every byte it gets, so what a lenient HTTP server would have read from
 // them is seen whole.
 import { writeFileSync } from "node:fs";
-import { connect, createServer, type Server, type Socket } from "node:net";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -23,49 +23,19 @@ import {
   nodeServer,
   PLACEHOLDER,
   proxyPort,
+  type RawUpstream,
+  rawUpstream,
   released,
   SECRET,
 } from "./egress-kit.js";
 
 const k = egressKit();
 
-interface Raw {
-  port: number;
-  /** every byte received, over all connections */
-  text(): string;
-  close(): Promise<void>;
-}
-
-/** Records every byte; answers each piece it gets with a 200 unless `held` (then never a word). */
-async function rawUpstream(held: boolean): Promise<Raw> {
-  let got = "";
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((s) => {
-    sockets.add(s);
-    s.on("close", () => sockets.delete(s));
-    s.on("error", () => {});
-    s.on("data", (d: Buffer) => {
-      got += d.toString("latin1");
-      if (!held) s.write("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return {
-    port: (server.address() as { port: number }).port,
-    text: () => got,
-    close: () =>
-      new Promise((r) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => r());
-      }),
-  };
-}
-
 let stateDir: string;
 let gw: Gw;
 let port: number;
-let framing: Raw;
-let held: Raw;
+let framing: RawUpstream;
+let held: RawUpstream;
 let endCall: () => Promise<void>;
 let tlsPort: number;
 let tlsReceived: { path: string; authorization: string | undefined }[];

@@ -8,7 +8,6 @@
 // is still refused. No DNS: the gateway runs with a preload resolving the test's name to
 // 127.0.0.1, where a plain TCP upstream records every byte it gets.
 import { writeFileSync } from "node:fs";
-import { createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tempDir, waitFor } from "../helpers/files.js";
@@ -21,6 +20,8 @@ import {
   nodeServer,
   PLACEHOLDER,
   proxyPort,
+  type RawUpstream,
+  rawUpstream,
   SECRET,
 } from "./egress-kit.js";
 
@@ -29,7 +30,8 @@ const k = egressKit();
 let stateDir: string;
 let port: number;
 let front: number;
-let got = "";
+/** the upstream that fronts other sites: it records every byte it gets */
+let upstream: RawUpstream;
 let endCall: () => Promise<void>;
 
 /** A --require preload: NAME (with or without its dot) resolves to 127.0.0.1. */
@@ -54,25 +56,9 @@ dns.lookup = function (host, options, callback) {
 }
 
 beforeAll(async () => {
-  const sockets = new Set<Socket>();
-  const server = createServer((s) => {
-    sockets.add(s);
-    s.on("close", () => sockets.delete(s));
-    s.on("error", () => {});
-    s.on("data", (d: Buffer) => {
-      got += d.toString("latin1");
-      s.write("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  front = (server.address() as { port: number }).port;
-  k.cleanup.push(
-    () =>
-      new Promise<void>((r) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => r());
-      }),
-  );
+  upstream = await rawUpstream();
+  k.cleanup.push(() => upstream.close());
+  front = upstream.port;
   const declared = [`${NAME}:${front}`];
   stateDir = newStateDir();
   const dir = k.project(nodeServer, declared, { egress: "declared-only" });
@@ -96,7 +82,11 @@ beforeAll(async () => {
     { url: `http://${NAME}:${front}/open`, after: done },
     new Set(),
   );
-  await waitFor(() => got.includes(`Bearer ${SECRET}`), 20_000, "the call's first request released");
+  await waitFor(
+    () => upstream.text().includes(`Bearer ${SECRET}`),
+    20_000,
+    "the call's first request released",
+  );
   endCall = async () => {
     writeFileSync(done, "");
     await call;
@@ -114,6 +104,7 @@ const lastStatus = (out: string) => out.match(/HTTP\/1\.1 \d{3}/g)?.at(-1);
 
 /** What the upstream got of the request for `path`: its request line and headers. */
 function received(path: string): string {
+  const got = upstream.text();
   const at = got.indexOf(`${path} HTTP/1.1\r\n`);
   if (at < 0) return "";
   // (the request before it ends with its blank line: no body is sent here)
@@ -193,7 +184,7 @@ describe("a name's one trailing dot", () => {
     // a CONNECT target with a second dot is no host at all
     const bad = await exchange(port, connectTo(`${NAME}..:${front}`), undefined, 3000);
     expect(lastStatus(bad)).toBe("HTTP/1.1 400");
-    expect(got).not.toContain("/fronted-dot");
+    expect(upstream.text()).not.toContain("/fronted-dot");
     // recorded under the name without its dot, never a dotted one
     const hosts = await waitFor(
       async () => {
