@@ -44,6 +44,7 @@ export {
   type GatewayWithoutRun,
   gatewaysWithoutRunView,
   type SessionView,
+  type StoredEnd,
   sessionsView,
   shownOutcome,
 } from "./views.js";

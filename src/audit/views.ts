@@ -48,8 +48,21 @@ export interface SessionView {
    * rows were edited to look gone: docs/security.md), and that gateway recorded these after.
    */
   callsAfterEnd: number;
+  /**
+   * The run has no `run_ended` in the log, and its row in the store says it ended: the store's word
+   * only (`storedEnd`, given by the caller that has the store), never taken for the run's end or its
+   * reason: an edit of the row (one that writes a reason a recording writer gives too, which the
+   * gateway cannot tell from a recorded end), or an end that could not be recorded. Null otherwise.
+   */
+  endInStoreOnly: StoredEnd | null;
   refused: number;
   counts: CallCounts;
+}
+
+/** A run's end as the store's row holds it (src/approval/runs.ts, storedRunEnd). */
+export interface StoredEnd {
+  endedAt: string;
+  reason: string | null;
 }
 
 /**
@@ -308,7 +321,11 @@ export function gatewaysWithoutRunView(input: Iterable<ViewInput>): GatewayWitho
  * lists them): a run begins at the client's first request, so such a gateway would otherwise
  * show as a run with no start that never ends.
  */
-export function sessionsView(input: Iterable<ViewInput>): SessionView[] {
+export function sessionsView(
+  input: Iterable<ViewInput>,
+  /** the run's end as the store's row says, for a run the log holds no end of (endInStoreOnly) */
+  storedEnd: (run: string) => StoredEnd | null = () => null,
+): SessionView[] {
   const records = [...input];
   const attributed = runAttribution(records);
   const runless = runlessRecords(records);
@@ -331,6 +348,7 @@ export function sessionsView(input: Iterable<ViewInput>): SessionView[] {
         approvals: { requested: 0, granted: 0, denied: 0, cancelled: 0, expired: 0 },
         calls: 0,
         callsAfterEnd: 0,
+        endInStoreOnly: null,
         refused: 0,
         counts: callCounts([]),
       };
@@ -402,6 +420,7 @@ export function sessionsView(input: Iterable<ViewInput>): SessionView[] {
     if (end !== undefined && (lastSeq.get(a) ?? a.seq) > end) s.callsAfterEnd++;
   }
   for (const s of runs.values()) {
+    if (!endSeq.has(s.run)) s.endInStoreOnly = storedEnd(s.run);
     s.counts = callCounts(byRun.get(s.run) ?? []);
     s.calls = s.counts.calls;
     s.refused = s.counts.refused + s.counts.invalid;

@@ -3,6 +3,7 @@ import { closeSync, existsSync, fstatSync, openSync } from "node:fs";
 import { join } from "node:path";
 import { unaccountedHistory } from "../approval/chainHistory.js";
 import { ApproverKeyMismatchError, checkApproverKey } from "../approval/pin.js";
+import { storedRunEnds } from "../approval/storedRunEnd.js";
 import {
   AuditChainError,
   AuditOpenError,
@@ -560,7 +561,8 @@ async function decrypting(
       return 0;
     }
     if (sub === "sessions") {
-      const sessions = sessionsView(opened);
+      // a run with no recorded end whose row says it ended is shown so, never as open (endInStoreOnly)
+      const sessions = sessionsView(opened, storedRunEnds(db));
       const idle = gatewaysWithoutRunView(opened);
       // --json: the runs, then each gateway without one marked by `run: null` (docs/audit-format.md)
       const json = () => printableJson([...sessions, ...idle.map((g) => ({ run: null, ...g }))]);
@@ -628,8 +630,7 @@ function renderSessions(sessions: SessionView[], idle: GatewayWithoutRun[]): str
   const runs = sessions.map((s) => {
     const t = (v: unknown) => safeText(String(v));
     const lines = [
-      `run ${t(s.run)}  server ${t(s.server ?? "-")}  ${t(s.startedAt ?? "?")} → ${t(s.endedAt ?? "(open)")}` +
-        (s.endReason ? ` (${t(s.endReason)})` : ""),
+      `run ${t(s.run)}  server ${t(s.server ?? "-")}  ${t(s.startedAt ?? "?")} → ${shownEnd(s)}`,
       `  epochs     ${s.epochs.map(t).join(", ") || "-"}`,
       `  revisions  ${s.revisions.map((r) => `${t(r.revision ?? "?")}${r.epoch ? ` (epoch ${t(r.epoch)})` : ""}`).join(", ") || "-"}`,
       ...(s.grants.length === 0
@@ -644,6 +645,12 @@ function renderSessions(sessions: SessionView[], idle: GatewayWithoutRun[]): str
         `${s.counts.pending} pending)`,
       `  approvals  ${s.approvals.requested} requested, ${s.approvals.granted} granted, ` +
         `${s.approvals.denied} denied, ${s.approvals.cancelled} cancelled, ${s.approvals.expired} expired`,
+      // the store says the run ended and the log does not: the log is the record (endInStoreOnly)
+      ...(s.endInStoreOnly
+        ? [
+            `  unrecorded end: the store's row says this run ended (reason in the row: ${t(s.endInStoreOnly.reason ?? "none")}), but the audit log holds no run_ended for it: the log is the record, so that end and its reason are the store's word only (an edit of the row, or an end that could not be recorded)`,
+          ]
+        : []),
       // another process ended the run while its gateway still served it (SessionView.callsAfterEnd)
       ...(s.callsAfterEnd > 0
         ? [
@@ -656,6 +663,15 @@ function renderSessions(sessions: SessionView[], idle: GatewayWithoutRun[]): str
   return [...(runs.length === 0 ? ["no agent runs in the audit log\n"] : runs), ...idle.map(renderIdle)].join(
     "\n",
   );
+}
+
+/** A run's end as the table shows it: the recorded one; else the store's, said to be no record; else open. */
+function shownEnd(s: SessionView): string {
+  const t = (v: unknown) => safeText(String(v));
+  if (s.endedAt !== null) return `${t(s.endedAt)}${s.endReason ? ` (${t(s.endReason)})` : ""}`;
+  if (s.endInStoreOnly)
+    return `ended in the store only, unrecorded (the row says ${t(s.endInStoreOnly.endedAt)})`;
+  return "(open)";
 }
 
 /** A gateway whose client sent no request: never a run, and never shown as open. */

@@ -4,6 +4,7 @@
  * verified and opened in one pass, redacted like `portcullis audit` shows them.
  */
 import type { KeyObject } from "node:crypto";
+import { storedRunEnds } from "../approval/storedRunEnd.js";
 import { ChainVerifier, openRecords, type StoredRecord, storedRecords, verifyStore } from "../audit/index.js";
 import type { Store } from "../store/db.js";
 import { redactEvent } from "../util/redact.js";
@@ -24,7 +25,8 @@ export function auditData(db: Store, auditKey: KeyObject | null): AuditPageData 
       ...r,
       event: redactEvent(r.event),
     }));
-    return { verified, opened: auditViews(opened) };
+    // a run the log holds no end of whose row says it ended: shown so, never as open
+    return { verified, opened: auditViews(opened, storedRunEnds(db)) };
   } catch (e) {
     return { verified, opened: null, openProblem: `the audit could not be opened: ${(e as Error).message}` };
   }

@@ -323,7 +323,7 @@ export function auditBody(d: AuditPageData, csrf: string, held = false): Html {
     d.opened
       ? html`<section><h2>Sessions</h2><table><thead><tr><th>run</th><th>server</th><th>started</th><th>ended</th><th>epochs</th><th>calls</th><th>refused</th><th>approvals</th></tr></thead><tbody>${d.opened.sessions.map(
           (s) =>
-            html`<tr><td><code>${s.run}</code></td><td>${s.server ?? "-"}</td><td>${s.startedAt ?? "-"}</td><td>${s.endedAt ?? "-"}${s.endReason ? html` (${s.endReason})` : ""}</td><td>${s.epochs.length}</td><td>${s.calls}${s.callsAfterEnd > 0 ? html` (${s.callsAfterEnd} after its end)` : ""}</td><td>${s.refused}</td><td>${s.approvals.requested} asked, ${s.approvals.granted} granted, ${s.approvals.denied} denied</td></tr>`,
+            html`<tr><td><code>${s.run}</code></td><td>${s.server ?? "-"}</td><td>${s.startedAt ?? "-"}</td><td>${s.endedAt ?? (s.endInStoreOnly ? html`<span class="error">in the store only, unrecorded: its row says ${s.endInStoreOnly.endedAt} (reason in the row: ${s.endInStoreOnly.reason ?? "none"}); the audit log holds no end</span>` : "-")}${s.endReason ? html` (${s.endReason})` : ""}</td><td>${s.epochs.length}</td><td>${s.calls}${s.callsAfterEnd > 0 ? html` (${s.callsAfterEnd} after its end)` : ""}</td><td>${s.refused}</td><td>${s.approvals.requested} asked, ${s.approvals.granted} granted, ${s.approvals.denied} denied</td></tr>`,
         )}</tbody></table></section>
         <section><h2>Activity</h2><table><thead><tr><th>time</th><th>server</th><th>tool</th><th>epoch</th><th>rev</th><th>grant</th><th>decision</th><th>outcome</th></tr></thead><tbody>${d.opened.activity
           .slice(-200)
@@ -344,7 +344,10 @@ export function auditBody(d: AuditPageData, csrf: string, held = false): Html {
 }
 
 /** sessionsView and activityView over opened records (callers verify and redact first). */
-export function auditViews(opened: Parameters<typeof sessionsView>[0]): AuditPageData["opened"] {
+export function auditViews(
+  opened: Parameters<typeof sessionsView>[0],
+  storedEnd?: Parameters<typeof sessionsView>[1],
+): AuditPageData["opened"] {
   const records = [...opened];
-  return { sessions: sessionsView(records), activity: activityView(records) };
+  return { sessions: sessionsView(records, storedEnd), activity: activityView(records) };
 }

@@ -378,6 +378,37 @@ describe("views", () => {
     expect(page).toContain("<td>1 (1 after its end)</td>");
   });
 
+  it("a run the log holds no end of whose row says it ended: its end is the store's word only, flagged, never its reason", async () => {
+    const started = [[{ type: "run_started", run: RUN, serverLabel: S }]] as AuditEvent[][];
+    const row = { endedAt: "2026-01-02T03:04:05.000Z", reason: "gateway_gone" };
+    const asked: string[] = [];
+    const storedEnd = (run: string) => {
+      asked.push(run);
+      return row;
+    };
+    const [s] = sessionsView(await opened(started), storedEnd);
+    expect([s!.endedAt, s!.endReason, s!.endInStoreOnly]).toEqual([null, null, row]);
+    // a run whose end is recorded: the chain says, the row is not asked
+    asked.length = 0;
+    const ended = sessionsView(
+      await opened([...started, [{ type: "run_ended", run: RUN, serverLabel: S }]] as AuditEvent[][]),
+      storedEnd,
+    );
+    expect(ended.map((e) => [e.endedAt !== null, e.endInStoreOnly])).toEqual([[true, null]]);
+    expect(asked).toEqual([]);
+    // the console's Sessions table says so, not "-"
+    const page = auditBody(
+      {
+        verified: { ok: true, records: 1, head: { seq: 1, hash: "h".repeat(64) } },
+        opened: { sessions: [s!], activity: [] },
+      },
+      "csrf",
+    ).text;
+    expect(page).toContain(
+      "in the store only, unrecorded: its row says 2026-01-02T03:04:05.000Z (reason in the row: gateway_gone); the audit log holds no end",
+    );
+  });
+
   /**
    * A run whose one intent (`intent`, carrying what names the call) is closed not_forwarded for
    * `reason`, as src/gateway/guardedRequests.ts writes it: what the views show of it, each activity

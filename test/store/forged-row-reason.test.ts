@@ -1,0 +1,86 @@
+// A run's row ended by an edit that also writes a reason a recording writer gives
+// (`UPDATE runs SET ended_at = …, ended_reason = 'gateway_gone'`), with no `run_ended` in the
+// chain. The gateway cannot read the sealed chain and takes such a row for a recorded end
+// (src/approval/runs.ts, RECORDED_ENDS), so nobody writes the run's `run_ended`: `audit sessions`
+// showed the run "(open)" although the store says it ended. The chain is the record: the view says
+// the run's end is in the store only, unrecorded (the row's reason is shown as the row's word,
+// never as the end's reason), and flags it; the run's recorded end stays empty. A real gateway, a
+// same-user process editing the store, the CLI.
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, expect, it } from "vitest";
+import { catalogFile, DEPLOY_TOOL } from "../console/helpers.js";
+import { removeDir, tempDir } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
+import { FIXTURES, NODE } from "../helpers/paths.js";
+import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { passphraseEnv } from "../helpers/state.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+interface Entry {
+  run: string | null;
+  endedAt?: string | null;
+  endReason?: string | null;
+  endInStoreOnly?: { endedAt: string; reason: string | null } | null;
+  calls?: number;
+}
+
+const call = (gw: RawGateway, id: string) => {
+  gw.send(
+    `${JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "deploy", arguments: { note: id } } })}\n`,
+  );
+  return gw.next((m) => m.id === id, 30_000);
+};
+
+it.each(["gateway_gone", "ended_in_store"])(
+  "a run whose row an edit ended with reason %s and no record: audit sessions says its end is in the store only, not open",
+  async (reason) => {
+    const dir = tempDir("portcullis-row-reason-");
+    cleanup.push(() => removeDir(dir));
+    const gw = rawGateway({
+      args: ["--label", "shop", "--approval", "none", "--", NODE, FIXTURES.catalog],
+      env: { FIXTURE_CATALOG: catalogFile(dir, [DEPLOY_TOOL]), PORTCULLIS_NO_CONSOLE: "1" },
+    });
+    cleanup.push(() => gw.close());
+    const { stateDir } = gw;
+    await gw.initialize();
+    await gw.request("tools/list");
+    expect((await call(gw, "before")).error).toBeUndefined();
+
+    const endedAt = "2026-01-02T03:04:05.000Z";
+    const db = new Database(join(stateDir, "portcullis.db"));
+    const run = db.prepare("SELECT run FROM runs WHERE ended_at IS NULL").pluck().get() as string;
+    db.prepare("UPDATE runs SET ended_at = ?, ended_reason = ? WHERE run = ?").run(endedAt, reason, run);
+    db.close();
+    expect((await call(gw, "after")).error).toBeUndefined();
+    gw.closeStdin();
+    expect((await gw.exited).code, gw.stderr()).toBe(0);
+
+    const json = await runCli(["audit", "sessions", "--json", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(json.code, json.stderr).toBe(0);
+    const s = (JSON.parse(json.stdout) as Entry[]).find((e) => e.run === run)!;
+    // nothing in the chain ends the run: its recorded end stays empty, the row's reason is not taken
+    expect(s.endedAt).toBeNull();
+    expect(s.endReason).toBeNull();
+    expect(s.endInStoreOnly).toEqual({ endedAt, reason });
+    expect(s.calls).toBe(2);
+
+    const table = await runCli(["audit", "sessions", "--state-dir", stateDir], { env: passphraseEnv() });
+    expect(table.code, table.stderr).toBe(0);
+    const block = table.stdout.split("\n\n").find((b) => b.startsWith(`run ${run}`))!;
+    expect(block).not.toContain("(open)");
+    expect(block).not.toContain(`(${reason})`);
+    expect(block.split("\n")[0]).toContain(`→ ended in the store only, unrecorded (the row says ${endedAt})`);
+    expect(block).toContain(
+      `  unrecorded end: the store's row says this run ended (reason in the row: ${reason}), but the audit log holds no run_ended for it`,
+    );
+  },
+  30_000,
+);
