@@ -84,7 +84,7 @@ export class Authorizer implements AuthorizationPort {
       this.emit(e, condition);
     this.runEnd = new RunEndWatch({
       db: o.db,
-      run: o.run.run,
+      run: o.run,
       serverLabel: o.serverLabel,
       log: o.log,
       emit,

@@ -40,6 +40,7 @@ export {
 } from "./requests.js";
 export {
   ENDED_IN_STORE,
+  endOwnRunRows,
   endRun,
   endRunRows,
   getRun,

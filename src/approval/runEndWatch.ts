@@ -1,7 +1,13 @@
 import { safeText } from "../catalog/text.js";
 import type { Store } from "../store/db.js";
 import type { Logger } from "../util/log.js";
-import { ENDED_IN_STORE, type EndedElsewhere, recordEndedInStore, runEndedElsewhere } from "./runs.js";
+import {
+  ENDED_IN_STORE,
+  type EndedElsewhere,
+  type Run,
+  recordEndedInStore,
+  runEndedElsewhere,
+} from "./runs.js";
 
 /**
  * What a gateway knows of its own agent run's end by another process, while it still serves the
@@ -26,7 +32,8 @@ export class RunEndWatch {
   constructor(
     private readonly o: {
       db: Store;
-      run: string;
+      /** the run this gateway serves (its own end of it is no end elsewhere: Run.endedHere) */
+      run: Run;
       serverLabel: string;
       log: Pick<Logger, "warn">;
       emit: (e: { type: string; [k: string]: unknown }, condition?: () => boolean) => void;
@@ -65,7 +72,7 @@ export class RunEndWatch {
     const unrecorded = !ended.recorded;
     if (unrecorded) {
       const { db, run, serverLabel } = this.o;
-      this.o.emit({ type: "run_ended", run, serverLabel, reason: ENDED_IN_STORE }, () => {
+      this.o.emit({ type: "run_ended", run: run.run, serverLabel, reason: ENDED_IN_STORE }, () => {
         const written = recordEndedInStore(db, run, new Date().toISOString());
         if (written) ended.recorded = true;
         return written;
@@ -77,8 +84,8 @@ export class RunEndWatch {
       const at = safeText(ended.endedAt);
       this.o.log.warn(
         unrecorded
-          ? `this gateway's agent run ${this.o.run} was ended in the store by another process, which recorded no end (the row says ended at ${at}), although this gateway still runs: it records the end (run_ended, reason ended_in_store); its session grants ended and no approval can reach it, so a call that needs one is refused; restart the agent host to start a new run`
-          : `this gateway's agent run ${this.o.run} was ended at ${at} by another process (reason ${safeText(ended.reason ?? "none")}), although this gateway still runs: its session grants ended and no approval can reach it, so a call that needs one is refused; restart the agent host to start a new run`,
+          ? `this gateway's agent run ${this.o.run.run} was ended in the store by another process, which recorded no end (the row says ended at ${at}), although this gateway still runs: it records the end (run_ended, reason ended_in_store); its session grants ended and no approval can reach it, so a call that needs one is refused; restart the agent host to start a new run`
+          : `this gateway's agent run ${this.o.run.run} was ended at ${at} by another process (reason ${safeText(ended.reason ?? "none")}), although this gateway still runs: its session grants ended and no approval can reach it, so a call that needs one is refused; restart the agent host to start a new run`,
       );
     }
     return ended;

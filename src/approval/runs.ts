@@ -27,6 +27,14 @@ export interface Run {
   /** "sha256:<hex>" over the chain's identity fields (not the display-only command lines) */
   chainDigest: string;
   startedAt: string;
+  /**
+   * Set once this process ended the run's row itself (endOwnRunRows, endRun): an end it wrote is no
+   * end by another process, whatever reason the row holds (its own end writes none). Kept on the
+   * run this process serves, the one object its start, its authorizer and its end share, so that
+   * an end of another run by id (endRunRows: a gone gateway's, src/approval/abandoned.ts) never
+   * counts, and nothing outlives the run (an HTTP front serves many).
+   */
+  endedHere?: boolean;
 }
 
 /**
@@ -170,17 +178,25 @@ export function runStored(db: Store, run: string): boolean {
 }
 
 /**
- * Ends a run: its session grants (expiresWhen "agent-run-ends") end with it, and
- * its pending approval requests are cancelled. Idempotent.
+ * Ends a run this process serves: its session grants (expiresWhen "agent-run-ends") end with it,
+ * and its pending approval requests are cancelled. Idempotent.
  */
-export function endRun(db: Store, run: Pick<Run, "run">): void {
+export function endRun(db: Store, run: Run): void {
   const now = new Date().toISOString();
-  db.transaction(() => endRunRows(db, run.run, now)).immediate();
+  db.transaction(() => endOwnRunRows(db, run, now)).immediate();
+}
+
+/** endRunRows of the run this process serves, marked as ended here when it ends it (Run.endedHere). */
+export function endOwnRunRows(db: Store, run: Run, now: string): boolean {
+  const ended = endRunRows(db, run.run, now);
+  if (ended) run.endedHere = true;
+  return ended;
 }
 
 /**
  * endRun's writes, inside the caller's transaction (the audit log's, when the end is recorded
- * on condition). False, and nothing written, when the run had ended already. `reason`:
+ * on condition), for run `run` whichever process serves it (endOwnRunRows marks the one this
+ * process serves). False, and nothing written, when the run had ended already. `reason`:
  * "gateway_gone" when another process ends the run of a gateway it judged gone.
  */
 export function endRunRows(db: Store, run: string, now: string, reason: string | null = null): boolean {
@@ -188,7 +204,6 @@ export function endRunRows(db: Store, run: string, now: string, reason: string |
     .prepare("UPDATE runs SET ended_at = ?, ended_reason = ? WHERE run = ? AND ended_at IS NULL")
     .run(now, reason, run);
   if (ended.changes !== 1) return false;
-  endedHere.add(run);
   endWhatEndsWithRun(db, run, now);
   return true;
 }
@@ -205,12 +220,6 @@ function endWhatEndsWithRun(db: Store, run: string, now: string): void {
      WHERE agent_run = ? AND state = 'pending'`,
   ).run(now, run);
 }
-
-/**
- * The runs this process ended (endRunRows): a gateway's own end of its run is no end by another
- * process, whatever reason its row holds (a gateway's own end writes none).
- */
-const endedHere = new Set<string>();
 
 /**
  * `run_ended`'s reason when the run's own gateway records an end that another process wrote in the
@@ -238,18 +247,19 @@ export interface EndedElsewhere {
 const endStatements = new WeakMap<Store, ReturnType<Store["prepare"]>>();
 
 /**
- * Whether another process ended run `run` in the store (null: open, or ended by this process). One
- * read of the row by its key, with a statement prepared once per connection: a gateway reads it
- * with every call's intent record, under the write lock it already holds.
+ * Whether another process ended run `run`, which this process serves, in the store (null: open, or
+ * ended by this process: Run.endedHere). One read of the row by its key, with a statement prepared
+ * once per connection: a gateway reads it with every call's intent record, under the write lock it
+ * already holds.
  */
-export function runEndedElsewhere(db: Store, run: string): EndedElsewhere | null {
-  if (endedHere.has(run)) return null;
+export function runEndedElsewhere(db: Store, run: Run): EndedElsewhere | null {
+  if (run.endedHere) return null;
   let read = endStatements.get(db);
   if (!read) {
     read = db.prepare("SELECT ended_at, ended_reason FROM runs WHERE run = ?");
     endStatements.set(db, read);
   }
-  const row = read.get(run) as { ended_at: unknown; ended_reason: unknown } | undefined;
+  const row = read.get(run.run) as { ended_at: unknown; ended_reason: unknown } | undefined;
   if (typeof row?.ended_at !== "string") return null;
   const reason = typeof row.ended_reason === "string" ? row.ended_reason : null;
   return {
@@ -266,16 +276,16 @@ export function runEndedElsewhere(db: Store, run: string): EndedElsewhere | null
  * and nothing written, when the row is open, was ended by this process, or its end is recorded
  * already: one `run_ended` per run.
  */
-export function recordEndedInStore(db: Store, run: string, now: string): boolean {
-  if (endedHere.has(run)) return false;
+export function recordEndedInStore(db: Store, run: Run, now: string): boolean {
+  if (run.endedHere) return false;
   const marked = db
     .prepare(
       `UPDATE runs SET ended_reason = ? WHERE run = ? AND ended_at IS NOT NULL
          AND (ended_reason IS NULL OR ended_reason NOT IN (${RECORDED_ENDS.map(() => "?").join(", ")}))`,
     )
-    .run(ENDED_IN_STORE, run, ...RECORDED_ENDS);
+    .run(ENDED_IN_STORE, run.run, ...RECORDED_ENDS);
   if (marked.changes !== 1) return false;
-  endWhatEndsWithRun(db, run, now);
+  endWhatEndsWithRun(db, run.run, now);
   return true;
 }
 

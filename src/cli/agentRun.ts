@@ -4,8 +4,8 @@ import {
   type AuthorizerOptions,
   type DecisionVerifier,
   ENDED_IN_STORE,
+  endOwnRunRows,
   endRun,
-  endRunRows,
   insertRun,
   newRun,
   type Run,
@@ -195,7 +195,7 @@ export function endAgentRun(
   const now = new Date().toISOString();
   let endedElsewhere = false;
   events.emit({ type: "run_ended", run: run.run, serverLabel }, () => {
-    const ended = endRunRows(store, run.run, now);
+    const ended = endOwnRunRows(store, run, now);
     endedElsewhere = !ended;
     return ended;
   });
@@ -221,12 +221,12 @@ function recordEndedElsewhere(
   log: Pick<Logger, "warn">,
 ): void {
   try {
-    const ended = runEndedElsewhere(store, run.run);
+    const ended = runEndedElsewhere(store, run);
     if (ended === null) return;
     let recordedNow = false;
     if (!ended.recorded) {
       events.emit({ type: "run_ended", run: run.run, serverLabel, reason: ENDED_IN_STORE }, () => {
-        recordedNow = recordEndedInStore(store, run.run, new Date().toISOString());
+        recordedNow = recordEndedInStore(store, run, new Date().toISOString());
         return recordedNow;
       });
       events.flush();

@@ -4,13 +4,22 @@ import { readFileSync, realpathSync, statSync } from "node:fs";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
+  type ChainEntry,
   displayCommand,
   ExecutableDigests,
   MAX_CHAIN_DEPTH,
   processChain,
 } from "../../src/approval/chain.js";
 import { resolveMode } from "../../src/approval/grants.js";
-import { chainDigest, endRun, getRun, startRun } from "../../src/approval/runs.js";
+import {
+  chainDigest,
+  endRun,
+  endRunRows,
+  getRun,
+  recordEndedInStore,
+  runEndedElsewhere,
+  startRun,
+} from "../../src/approval/runs.js";
 import { DigestCache } from "../../src/identity/cache.js";
 import type { Store } from "../../src/store/db.js";
 import { removeDir, tempDir } from "../helpers/files.js";
@@ -138,6 +147,41 @@ describe("runs", () => {
     expect(getRun(db, run.run)!.gatewayAlive).toBe(false);
     const other = startRun(db, "inventory-local", { fromPid: process.pid });
     expect(other.run).not.toBe(run.run);
+  });
+});
+
+describe("a run's end by this process", () => {
+  // A gateway's own end of its run is no end by another process; a run this process ended by id
+  // (as abandoned.ts ends a gone gateway's run) is not its own, and must not be taken for one.
+  const chain: ChainEntry[] = [
+    {
+      pid: 1,
+      ppid: null,
+      startTime: "1",
+      startedAt: null,
+      executable: "/bin/agent",
+      sha256: null,
+      command: "agent",
+    },
+  ];
+  const now = () => new Date().toISOString();
+
+  it("is known on the run it serves only: an end of the same id by endRunRows is another process's", () => {
+    const served = startRun(db, "inventory-local", { chain });
+    // another process's way of ending it (by id, as a gone gateway's): this run object never ended it
+    expect(endRunRows(db, served.run, now(), "gateway_gone")).toBe(true);
+    expect(runEndedElsewhere(db, served)).toMatchObject({ reason: "gateway_gone", recorded: true });
+
+    const own = startRun(db, "inventory-local", { chain });
+    endRun(db, own);
+    expect(own.endedHere).toBe(true);
+    expect(runEndedElsewhere(db, own)).toBeNull();
+    expect(recordEndedInStore(db, own, now())).toBe(false);
+    // the same run read as a fresh object (another process serving it would hold its own): ended elsewhere
+    expect(runEndedElsewhere(db, { ...own, endedHere: undefined })).toMatchObject({
+      reason: null,
+      recorded: false,
+    });
   });
 });
 
