@@ -23,8 +23,7 @@ export class ShownDecisions {
 
   /** Why no gateway honours this grant, or null when it verifies. */
   grant(g: GrantRecord): string | null {
-    // a scope column that cannot be read: the grant is read as covering nothing (grants.ts)
-    if (g.unreadable !== undefined) return `its row cannot be read (${g.unreadable}), so it covers no call`;
+    // (a scope column that cannot be read is said as such: DecisionVerifier.verifyGrant)
     const v = this.verifier.verifyGrant(g);
     return v.ok ? null : v.why;
   }

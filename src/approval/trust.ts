@@ -125,7 +125,16 @@ export class DecisionVerifier {
     return this.pins.ignored;
   }
 
+  /**
+   * A grant row whose scope column cannot be read (grants.ts: read as covering nothing) is refused
+   * as such, before its signature is looked at: a signature over its empty scopes would fail too,
+   * but "does not verify" would send the reader after the key rather than the damaged row. A row
+   * that reads is verified over what it says now (the cache is keyed by that digest), so a
+   * column rewritten after an earlier verification is verified again, never taken on trust.
+   */
   verifyGrant(g: GrantRecord): Verdict {
+    if (g.unreadable !== undefined)
+      return { ok: false, why: `its row cannot be read (${g.unreadable}), so it covers no call` };
     return this.verify(grantStatement(g), g.signature);
   }
 
