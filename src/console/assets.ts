@@ -205,7 +205,8 @@ header.top { display: flex; gap: 1rem; align-items: center; padding: .5rem 1rem;
 nav { display: flex; gap: .8rem; align-items: center; flex: 1; }
 nav a[aria-current] { font-weight: 700; }
 nav .proof { margin-left: auto; color: var(--muted); font-size: 12px; }
-main { padding: 1rem 1rem 3rem; max-width: 1400px; margin: 0 auto; }
+/* every word wraps anywhere: a label, a scope name or a digest without a space widens no column */
+main { padding: 1rem 1rem 3rem; max-width: 1400px; margin: 0 auto; overflow-wrap: anywhere; }
 h1 { font-size: 20px; margin: .2rem 0 1rem; } h2 { font-size: 16px; margin: 0; } h3 { font-size: 13px; margin: 0 0 .3rem; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); }
 code, pre { font: 12px/1.4 ui-monospace, monospace; overflow-wrap: anywhere; }
 /* names keep their spaces ("to  x" is not "to x") and their case (a heading's capitals made
@@ -236,7 +237,12 @@ table { border-collapse: collapse; width: 100%; } th, td { text-align: left; ver
 .cut-note { margin: .1rem 0 0; font-size: 12px; font-style: italic; font-weight: 600; color: var(--expand); text-transform: none; letter-spacing: normal; }
 /* a name's box and its note inside a heading, a sentence or a cell are spans drawn as blocks;
    a hidden note stays hidden (an author display rule would beat the browser's [hidden]) */
-span.name-box, span.cut-note { display: block; } .cut-note[hidden] { display: none; }
+span.name-box, span.stored-box, span.cut-note { display: block; } .cut-note[hidden] { display: none; }
+/* text from the store or the configuration (storedText.ts): its line ends kept in its box, capped at
+   3 lines of its own type (a label, a scope, a note, a time: what the card is about, not the words
+   the human reviews), so that all of it made long at once still leaves the buttons in the first screen */
+span.stored-box.capped { max-height: calc(3 * 1.45em); }
+.stored { white-space: pre-wrap; overflow-wrap: anywhere; text-transform: none; letter-spacing: normal; }
 .args-count { margin: 0 0 .6rem; font-size: 12px; font-weight: 600; }
 .server-says table { margin: .15rem 0 0; }
 /* the Catalog page's diff: columns of fixed shares, so a value as wide as the server likes cannot

@@ -34,12 +34,20 @@ import {
   MANY_ARGUMENTS,
 } from "./manyArguments.js";
 import { type PasskeyDecisions, passkeyDecisionNote } from "./passkeyPages.js";
-import { cappedName, cappedToolName, cappedValue, quotingServer, serverSays } from "./serverText.js";
+import {
+  cappedName,
+  cappedToolName,
+  cappedValue,
+  mayOverflow,
+  quotingServer,
+  serverSays,
+} from "./serverText.js";
+import { storedList, storedSentence, storedText } from "./storedText.js";
 
 function chainLine(e: ChainEntry): Html {
-  return html`<li><code>pid ${e.pid}</code> ${e.executable ?? "(executable unknown)"}${
-    e.command ? html` <code class="cmd">$ ${e.command}</code>` : ""
-  }${e.note ? html` <em>(${e.note})</em>` : ""}</li>`;
+  return html`<li><code>pid ${storedText(e.pid)}</code> ${storedText(e.executable ?? "(executable unknown)")}${
+    e.command ? html` <code class="cmd">$ ${storedText(e.command)}</code>` : ""
+  }${e.note ? html` <em>(${storedText(e.note)})</em>` : ""}</li>`;
 }
 
 /** The agent that launched the gateway (the launcher) and the host above it; the rest on demand. */
@@ -49,12 +57,12 @@ function whoAsks(r: Review): Html {
   const host = chain.find((e, i) => i > 0 && e.command && !/(^|\/)(ba|z|da|fi)?sh$/.test(e.executable ?? ""));
   return html`<section class="who"><h3>Who asks</h3>
     <dl>
-      <dt>host</dt><dd>${host ? html`${host.executable ?? "?"} <code>pid ${host.pid}</code>` : "(not identified)"}</dd>
-      <dt>launcher</dt><dd>${launcher ? html`${launcher.executable ?? "?"} <code>pid ${launcher.pid}</code>` : "(none)"}</dd>
-      <dt>agent run</dt><dd><code>${r.agentRun.run}</code> since ${r.agentRun.startedAt}</dd>
+      <dt>host</dt><dd>${host ? html`${storedText(host.executable ?? "?")} <code>pid ${storedText(host.pid)}</code>` : "(not identified)"}</dd>
+      <dt>launcher</dt><dd>${launcher ? html`${storedText(launcher.executable ?? "?")} <code>pid ${storedText(launcher.pid)}</code>` : "(none)"}</dd>
+      <dt>agent run</dt><dd><code>${storedText(r.agentRun.run)}</code> since ${storedText(r.agentRun.startedAt)}</dd>
     </dl>
     <details><summary>full process chain (${chain.length})</summary>
-      <p class="digest">${r.agentRun.chainDigest}</p>
+      <p class="digest">${storedText(r.agentRun.chainDigest)}</p>
       <ol>${chain.map(chainLine)}</ol>
     </details></section>`;
 }
@@ -69,10 +77,17 @@ function remotePart(rec: Record<string, unknown> | null): Html | "" {
     | undefined;
   if (!remote || typeof remote !== "object") return "";
   return html`<dl class="remote" data-testid="remote">
-      <dt>remote</dt><dd><code>${String(remote.url ?? "")}</code></dd>
-      <dt>tls chain</dt><dd><code>${String(remote.certificateChainSha256 ?? "none (plain http)")}</code></dd>
+      <dt>remote</dt><dd><code>${storedText(remote.url ?? "")}</code></dd>
+      <dt>tls chain</dt><dd><code>${storedText(remote.certificateChainSha256 ?? "none (plain http)")}</code></dd>
       <dt>serverInfo</dt><dd>${serverSays("its serverInfo", displayJson(writtenServerInfo(remote) ?? "null", 300), "serverInfo")}</dd>
     </dl>`;
+}
+
+/** The parts of the execution record that differ, a list; one capped box when the store made it long. */
+function changedParts(parts: readonly string[]): Html {
+  const all = parts.join("\n");
+  if (mayOverflow(all)) return html`<div class="parts">${storedText(all)}</div>`;
+  return html`<ul class="parts">${parts.map((p) => html`<li>${p}</li>`)}</ul>`;
 }
 
 function whatChanged(r: Review): Html {
@@ -80,17 +95,15 @@ function whatChanged(r: Review): Html {
   const cmd = rec && Array.isArray(rec.launchCommand) ? displayCommand(rec.launchCommand.map(String)) : null;
   const cls = r.catalog.classification;
   return html`<section class="changed"><h3>What changed</h3>
-    <p><strong>execution epoch</strong> <code>${r.epoch.current}</code>: ${r.epoch.summary}</p>
-    ${
-      r.epoch.changedParts && r.epoch.changedParts.length > 0
-        ? html`<ul class="parts">${r.epoch.changedParts.map((p) => html`<li>${p}</li>`)}</ul>`
-        : ""
-    }
-    ${cmd ? html`<p class="cmd">command <code>${cmd}</code></p>` : ""}
+    <p><strong>execution epoch</strong> <code>${storedText(r.epoch.current)}</code>: ${storedSentence(r.epoch.summary)}</p>
+    ${r.epoch.changedParts && r.epoch.changedParts.length > 0 ? changedParts(r.epoch.changedParts) : ""}
+    ${cmd ? html`<p class="cmd">command <code>${storedText(cmd)}</code></p>` : ""}
     ${remotePart(rec)}
-    <p><strong>catalog revision ${r.catalog.revision}</strong>${
-      r.catalog.lastApprovedRevision !== null ? html` (last approved: ${r.catalog.lastApprovedRevision})` : ""
-    } ${cls ? html`<span class="cls cls-${cls}">${cls}</span>` : ""}</p>
+    <p><strong>catalog revision ${storedText(r.catalog.revision)}</strong>${
+      r.catalog.lastApprovedRevision !== null
+        ? html` (last approved: ${storedText(r.catalog.lastApprovedRevision)})`
+        : ""
+    } ${cls ? html`<span class="cls cls-${cls}">${storedText(cls)}</span>` : ""}</p>
     <details ${cls === "expands" ? "open" : ""}><summary>catalog diff</summary>${quotingServer("The catalog diff", r.catalog.rendered, "catalog-diff")}</details>
     </section>`;
 }
@@ -130,10 +143,10 @@ function toolPart(r: Review): Html {
   }</span></h3>
     ${isPlainAscii(r.tool.name) ? "" : html`<p class="error" data-testid="not-ascii-name">${NOT_ASCII_NOTE}</p>`}
     ${toolText(r)}
-    <p class="digest">${r.tool.fingerprint}</p>
+    <p class="digest">${storedText(r.tool.fingerprint)}</p>
     ${
       since
-        ? html`<p>since the last grant of this tool (<code>${since.grant}</code>): <span class="cls cls-${since.classification}">${since.classification}</span></p>`
+        ? html`<p>since the last grant of this tool (<code>${storedText(since.grant)}</code>): <span class="cls cls-${since.classification}">${storedText(since.classification)}</span></p>`
         : ""
     }</section>`;
 }
@@ -156,12 +169,12 @@ function argumentsPart(r: Review, request: string): Html {
               // as the terminal shows it: quoted when not plain, so `to` and `to\t` do not read alike
               html`<tr><th>${cappedName(a.name)}</th><td>${
                 hidden(a) ? html`<code class="value">(hidden)</code>` : cappedValue(jsonText(a.value))
-              }${mixedScript(a)}</td><td class="note">${a.note ?? ""}</td></tr>`,
+              }${mixedScript(a)}</td><td class="note">${storedText(a.note ?? "")}</td></tr>`,
           )}</tbody></table>`
     }
-    <p><strong>credential scopes</strong> ${
-      r.credentialScope.length ? r.credentialScope.join(", ") : "(none)"
-    }</p>${r.scopeNote ? html`<p class="note" data-testid="scope-note">${r.scopeNote}</p>` : ""}${newEgress(r)}</section>`;
+    <p><strong>credential scopes</strong> ${storedList(r.credentialScope)}</p>${
+      r.scopeNote ? html`<p class="note" data-testid="scope-note">${storedSentence(r.scopeNote)}</p>` : ""
+    }${newEgress(r)}</section>`;
 }
 
 /**
@@ -172,9 +185,7 @@ function argumentsPart(r: Review, request: string): Html {
 function newEgress(r: Review): Html | "" {
   const hosts = r.newDestinations ?? [];
   if (hosts.length === 0) return "";
-  return html`<p class="error" data-testid="new-egress">NEW egress ${hosts.map(
-    (h, i) => html`${i > 0 ? ", " : ""}<code>${h}</code>`,
-  )} (never contacted under the last approved epoch)</p>`;
+  return html`<p class="error" data-testid="new-egress">NEW egress <code>${storedList(hosts)}</code> (never contacted under the last approved epoch)</p>`;
 }
 
 /**
@@ -210,7 +221,7 @@ export function decisionForm(
     }
     ${
       partlyHidden.length > 0
-        ? html`<p class="refusal" data-testid="approve-call-refused">Not to be approved for this call: ${partlyHiddenReason(partlyHidden, req.request)}.</p>`
+        ? html`<p class="refusal" data-testid="approve-call-refused">Not to be approved for this call: ${storedSentence(`${partlyHiddenReason(partlyHidden, req.request)}.`)}</p>`
         : html`<button type="submit" name="action" value="approve-call" data-testid="approve-call">Approve this call</button>`
     }
   </form>${open}<span class="deny-group"><input type="text" name="reason" maxlength="${MAX_REASON}" placeholder="reason (optional)" data-testid="deny-reason" aria-label="reason for denying">
@@ -226,6 +237,12 @@ export function decisionForm(
 function cardTitle(request: string, r: Review): Html {
   const href = `/requests/${encodeURIComponent(request)}`;
   const name = cappedToolName(r.tool.name);
+  // a label the store or the configuration made long: in its capped box after the link, as a name
+  if (mayOverflow(String(r.serverLabel ?? ""))) {
+    if (name.text === nameHtml(r.tool.name).text)
+      return html`<a href="${href}">${name} of the server</a> ${storedText(r.serverLabel)}`;
+    return html`<a href="${href}">request</a> ${storedText(r.serverLabel)} · ${name}`;
+  }
   if (name.text === nameHtml(r.tool.name).text) return html`<a href="${href}">${r.serverLabel} · ${name}</a>`;
   return html`<a href="${href}">${r.serverLabel} ·</a> ${name}`;
 }
@@ -247,9 +264,9 @@ export function reviewCard(
   const pending = req.state === "pending";
   return html`<article class="card" ${pending ? html`data-testid="pending-request"` : ""} data-request-id="${req.request}">
     <header><h2>${cardTitle(req.request, r)}</h2>
-      <p class="meta">request <code>${req.request}</code> · ${req.state}${
+      <p class="meta">request <code>${storedText(req.request)}</code> · ${storedText(req.state)}${
         req.waiting === false ? " (nobody is waiting for it any more)" : ""
-      } · asked ${r.createdAt} · expires ${r.expiresAt}</p>${pending ? callWaits(given) : ""}${
+      } · asked ${storedText(r.createdAt)} · expires ${storedText(r.expiresAt)}</p>${pending ? callWaits(given) : ""}${
         pending ? argumentsSummary(req.request, r.arguments.length) : ""
       }${epochEnded(req.executionEpoch, given.epochMovedOn)}</header>
     <div class="grid">${whoAsks(r)}${whatChanged(r)}${toolPart(r)}${argumentsPart(r, req.request)}</div>
@@ -276,12 +293,12 @@ export function reviewCardOrNotice(
     return reviewCard(given, csrf, passkey);
   } catch (e) {
     return html`<article class="card" data-testid="unreadable-request" data-request-id="${given.request}">
-    <header><h2>request <code>${given.request}</code></h2></header>
+    <header><h2>request <code>${storedText(given.request)}</code></h2></header>
     <p class="error">${
       (given as { unreadable?: string }).unreadable !== undefined
         ? "Its row in the store"
         : "Its stored review"
-    } cannot be read (${(e as Error).message}). The gateway writes the request to the store, and something rewrote it: the request no longer matches what was written, so it can be neither approved nor denied, here or with <code>portcullis approve</code>/<code>deny</code>. Its call is refused when its hold ends, and the request expires at ${given.expiresAt}. <code>portcullis audit verify</code> checks the audit chain.</p>
+    } cannot be read (${storedSentence((e as Error).message)}). The gateway writes the request to the store, and something rewrote it: the request no longer matches what was written, so it can be neither approved nor denied, here or with <code>portcullis approve</code>/<code>deny</code>. Its call is refused when its hold ends, and the request expires at ${storedText(given.expiresAt)}. <code>portcullis audit verify</code> checks the audit chain.</p>
   </article>`;
   }
 }
@@ -303,16 +320,18 @@ function callWaits(
 /** An approval is bound to the epoch its request named: once the server left it, it covers nothing. */
 function epochEnded(epoch: string, now: string | null | undefined): Html | string {
   if (!now) return "";
-  return html`<p class="error" data-testid="epoch-ended">The server was replaced since this request was made: its execution epoch is now <code>${now}</code>, not <code>${epoch}</code>. An approval is bound to the epoch its request named, so it covers nothing now; the call is refused as stale.</p>`;
+  return html`<p class="error" data-testid="epoch-ended">The server was replaced since this request was made: its execution epoch is now <code>${storedText(now)}</code>, not <code>${storedText(epoch)}</code>. An approval is bound to the epoch its request named, so it covers nothing now; the call is refused as stale.</p>`;
 }
 
 /** The mark of a decision no gateway honours (ShownDecisions), or nothing. */
 export function notHonouredNote(why: string | null): Html | string {
-  return why === null ? "" : html`<p class="error" data-testid="not-honoured">${notHonoured(why)}</p>`;
+  return why === null
+    ? ""
+    : html`<p class="error" data-testid="not-honoured">${storedSentence(notHonoured(why))}</p>`;
 }
 
 function decided(req: ApprovalRequest): Html {
-  return html`<p class="outcome">${req.state}${req.decidedAt ? html` at ${req.decidedAt}` : ""}${
-    req.decidedBy ? html` by ${req.decidedBy}` : ""
-  }${req.reason ? html` — ${req.reason}` : ""}${req.grant ? html` (grant <code>${req.grant}</code>)` : ""}</p>`;
+  return html`<p class="outcome">${storedText(req.state)}${req.decidedAt ? html` at ${storedText(req.decidedAt)}` : ""}${
+    req.decidedBy ? html` by ${storedText(req.decidedBy)}` : ""
+  }${req.reason ? html` — ${storedText(req.reason)}` : ""}${req.grant ? html` (grant <code>${storedText(req.grant)}</code>)` : ""}</p>`;
 }

@@ -33,6 +33,7 @@ import {
   quotingServerHtml,
   serverSays,
 } from "./serverText.js";
+import { storedList, storedSentence, storedText } from "./storedText.js";
 
 export interface PageChrome {
   title: string;
@@ -156,9 +157,9 @@ export function proofBody(
   fresh = false,
 ): Html {
   return html`<section class="proof-form"><h1>Prove it is you to ${ACTION_TEXT[action] ?? action}</h1>
-  <p>request <code>${req.request}</code>: ${req.serverLabel} · ${cappedToolName(req.tool)}${reason ? html` — reason: ${reason}` : ""}</p>
+  <p>request <code>${storedText(req.request)}</code>: ${storedText(req.serverLabel)} · ${cappedToolName(req.tool)}${reason ? html` — reason: ${storedText(reason)}` : ""}</p>
   ${fresh ? html`<p class="note" data-testid="fresh-proof-note">This tool is approved one call at a time, each with the passphrase typed for it (console.perCallProof is "fresh"): a proof held from earlier does not decide it.</p>` : ""}
-  ${problem ? html`<p class="error" role="alert">${problem}</p>` : ""}
+  ${problem ? html`<p class="error" role="alert">${storedSentence(problem)}</p>` : ""}
   <form method="post" action="/requests/${encodeURIComponent(req.request)}/decide">
     <input type="hidden" name="csrf" value="${csrf}">
     <input type="hidden" name="action" value="${action}">
@@ -170,7 +171,8 @@ export function proofBody(
 }
 
 export function messageBody(title: string, text: string, back = "/"): Html {
-  return html`<h1>${title}</h1><p class="message" role="status">${text}</p><p><a href="${back}">back</a></p>`;
+  // the text may quote the store (a decision refused over a rewritten row): capped when long
+  return html`<h1>${title}</h1><p class="message" role="status">${storedSentence(text)}</p><p><a href="${back}">back</a></p>`;
 }
 
 export function serversBody(rows: GatewayRow[]): Html {
@@ -179,16 +181,16 @@ export function serversBody(rows: GatewayRow[]): Html {
       ? html`<p class="empty">No gateway is running.</p>`
       : rows.map((g) => {
           const r = g.record;
-          return html`<article class="server"><h2>${g.serverLabel} <span class="state state-${g.state}">${g.state}</span></h2>
-          <p class="meta">gateway pid ${g.pid}${g.unseen ? ` (${g.unseen === "cannot tell" ? "cannot tell whether it runs" : "in another PID namespace"})` : ""} since ${g.startedAt}${g.running ? "" : html` · ended ${g.endedAt ?? ""}`}</p>
+          return html`<article class="server"><h2>${storedText(g.serverLabel)} <span class="state state-${g.state}">${storedText(g.state)}</span></h2>
+          <p class="meta">gateway pid ${storedText(g.pid)}${g.unseen ? ` (${g.unseen === "cannot tell" ? "cannot tell whether it runs" : "in another PID namespace"})` : ""} since ${storedText(g.startedAt)}${g.running ? "" : html` · ended ${storedText(g.endedAt ?? "")}`}</p>
           ${
             r?.remote
               ? remoteServer(r)
               : r
-                ? html`<dl><dt>epoch</dt><dd><code>${r.epoch}</code> (${epochBegan(g.epochReason, r)})</dd>
-            <dt>command</dt><dd><code>${displayCommand(r.launchCommand)}</code></dd>
-            ${r.entry ? html`<dt>entry</dt><dd>${r.entry.path} <code>sha256:${r.entry.sha256.slice(0, 16)}…</code></dd>` : ""}
-            <dt>identity</dt><dd><code>${r.identityDigest}</code></dd></dl>`
+                ? html`<dl><dt>epoch</dt><dd><code>${storedText(r.epoch)}</code> (${storedSentence(epochBegan(g.epochReason, r))})</dd>
+            <dt>command</dt><dd><code>${storedText(displayCommand(r.launchCommand))}</code></dd>
+            ${r.entry ? html`<dt>entry</dt><dd>${storedText(r.entry.path)} <code>sha256:${storedText(String(r.entry.sha256).slice(0, 16))}…</code></dd>` : ""}
+            <dt>identity</dt><dd><code>${storedText(r.identityDigest)}</code></dd></dl>`
                 : html`<p>no execution record yet</p>`
           }
           <ul class="status">${g.status.slice(-8).map(statusLine)}</ul></article>`;
@@ -212,15 +214,15 @@ function statusLine(s: { at: string; line: string }): Html {
  */
 function remoteServer(r: ExecutionRecord): Html {
   const x = r.remote!;
-  return html`<dl data-testid="remote"><dt>epoch</dt><dd><code>${r.epoch}</code> (remote, since ${r.startedAt})</dd>
-            <dt>url</dt><dd><code>${x.url}</code></dd>
-            <dt>tls chain</dt><dd><code>${x.certificateChainSha256 ?? "none (http://: nothing tells one server at this address from another)"}</code></dd>
+  return html`<dl data-testid="remote"><dt>epoch</dt><dd><code>${storedText(r.epoch)}</code> (remote, since ${storedText(r.startedAt)})</dd>
+            <dt>url</dt><dd><code>${storedText(x.url)}</code></dd>
+            <dt>tls chain</dt><dd><code>${storedText(x.certificateChainSha256 ?? "none (http://: nothing tells one server at this address from another)")}</code></dd>
             <dt>serverInfo</dt><dd>${
               x.serverInfo
                 ? serverSays("its serverInfo", displayJson(writtenServerInfo(x) ?? "null", 300), "serverInfo")
                 : "(not initialized yet)"
             }</dd>
-            <dt>identity</dt><dd><code>${r.identityDigest}</code></dd></dl>`;
+            <dt>identity</dt><dd><code>${storedText(r.identityDigest)}</code></dd></dl>`;
 }
 
 export function grantsBody(db: Store, stateDir: string, csrf: string): Html {
@@ -231,11 +233,11 @@ export function grantsBody(db: Store, stateDir: string, csrf: string): Html {
       ? html`<p class="empty">No grant is active.</p>`
       : html`<table class="grants"><thead><tr><th>grant</th><th>server · tools</th><th>mode</th><th>epoch</th><th>credentials</th><th>issued</th><th></th></tr></thead><tbody>${grants.map(
           (g) => html`<tr data-testid="grant" data-grant-id="${g.grant}">
-          <td><code>${g.grant}</code>${g.runAlive ? "" : html`<br><small>its gateway is gone</small>`}</td>
-          <td>${g.serverLabel} · ${g.toolScope.map((t, i) => html`${i > 0 ? ", " : ""}${cappedToolName(t.name)}`)}</td>
-          <td>${g.mode}</td><td><code>${g.executionEpoch}</code></td>
-          <td>${g.credentialScope.length ? g.credentialScope.join(", ") : "(none)"}</td>
-          <td>${g.issuedAt}<br><small>${g.approvedBy}</small>${notHonouredNote(shown.grant(g))}</td>
+          <td><code>${storedText(g.grant)}</code>${g.runAlive ? "" : html`<br><small>its gateway is gone</small>`}</td>
+          <td>${storedText(g.serverLabel)} · ${g.toolScope.map((t, i) => html`${i > 0 ? ", " : ""}${cappedToolName(t.name)}`)}</td>
+          <td>${storedText(g.mode)}</td><td><code>${storedText(g.executionEpoch)}</code></td>
+          <td>${storedList(g.credentialScope)}</td>
+          <td>${storedText(g.issuedAt)}<br><small>${storedText(g.approvedBy)}</small>${notHonouredNote(shown.grant(g))}</td>
           <td><form method="post" action="/grants/${encodeURIComponent(g.grant)}/revoke"><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="danger" data-testid="revoke">Revoke</button></form></td></tr>`,
         )}</tbody></table>`
   }`;
@@ -253,8 +255,10 @@ function catalogLabels(db: Store): string[] {
 /** Every label's revisions, and for a chosen label a side-by-side diff of two revisions. */
 export function catalogBody(db: Store, label: string | null, from: number | null, to: number | null): Html {
   const labels = catalogLabels(db);
-  const list = html`<h1>Catalog revisions</h1><ul class="labels">${labels.map(
-    (l) => html`<li><a href="/catalog?label=${encodeURIComponent(l)}">${l}</a></li>`,
+  const list = html`<h1>Catalog revisions</h1><ul class="labels">${labels.map((l) =>
+    mayOverflow(l)
+      ? html`<li><a href="/catalog?label=${encodeURIComponent(l)}">label</a> ${storedText(l)}</li>`
+      : html`<li><a href="/catalog?label=${encodeURIComponent(l)}">${l}</a></li>`,
   )}</ul>`;
   if (label === null || !labels.includes(label)) return list;
   const revs = listRevisions(db, label);
@@ -264,10 +268,10 @@ export function catalogBody(db: Store, label: string | null, from: number | null
   const before = a !== null ? getRevision(db, label, a) : null;
   const after = b !== null ? getRevision(db, label, b) : null;
   const q = (x: number, y: number) => `/catalog?label=${encodeURIComponent(label)}&from=${x}&to=${y}`;
-  return html`${list}<h2>${label}</h2>
+  return html`${list}<h2>${storedText(label)}</h2>
   <table><thead><tr><th>revision</th><th>fingerprint</th><th>tools</th><th>first seen</th><th></th></tr></thead><tbody>${revs.map(
     (r) =>
-      html`<tr><td>${r.revision}</td><td><code>${r.fingerprint.slice(0, 23)}…</code></td><td>${r.tools}</td><td>${r.firstSeenAt}</td><td>${
+      html`<tr><td>${storedText(r.revision)}</td><td><code>${storedText(String(r.fingerprint).slice(0, 23))}…</code></td><td>${storedText(r.tools)}</td><td>${storedText(r.firstSeenAt)}</td><td>${
         r.revision > 1 ? html`<a href="${q(r.revision - 1, r.revision)}">diff with ${r.revision - 1}</a>` : ""
       }</td></tr>`,
   )}</tbody></table>
@@ -317,23 +321,23 @@ export function auditBody(d: AuditPageData, csrf: string, held = false): Html {
   <section class="verify"><h2>Verification</h2>${
     v.ok
       ? html`<p class="ok">the chain verifies: ${v.records} records, head <code>${v.head.seq}</code> <code>${v.head.hash.slice(0, 23)}…</code></p>`
-      : html`<p class="error">the chain is broken at record ${v.seq}: ${v.problem}</p>`
+      : html`<p class="error">the chain is broken at record ${v.seq}: ${storedSentence(v.problem)}</p>`
   }</section>
   ${
     d.opened
       ? html`<section><h2>Sessions</h2><table><thead><tr><th>run</th><th>server</th><th>started</th><th>ended</th><th>epochs</th><th>calls</th><th>refused</th><th>approvals</th></tr></thead><tbody>${d.opened.sessions.map(
           (s) =>
-            html`<tr><td><code>${s.run}</code></td><td>${s.server ?? "-"}</td><td>${s.startedAt ?? "-"}</td><td>${s.endedAt ?? (s.endInStoreOnly ? html`<span class="error">in the store only, unrecorded: its row says ${s.endInStoreOnly.endedAt} (reason in the row: ${s.endInStoreOnly.reason ?? "none"}); the audit log holds no end</span>` : "-")}${s.endReason ? html` (${s.endReason})` : ""}</td><td>${s.epochs.length}</td><td>${s.calls}${s.callsAfterEnd > 0 ? html` (${s.callsAfterEnd} after its end)` : ""}</td><td>${s.refused}</td><td>${s.approvals.requested} asked, ${s.approvals.granted} granted, ${s.approvals.denied} denied</td></tr>`,
+            html`<tr><td><code>${storedText(s.run)}</code></td><td>${storedText(s.server ?? "-")}</td><td>${storedText(s.startedAt ?? "-")}</td><td>${s.endedAt ? storedText(s.endedAt) : s.endInStoreOnly ? html`<span class="error">in the store only, unrecorded: its row says ${storedText(s.endInStoreOnly.endedAt)} (reason in the row: ${storedText(s.endInStoreOnly.reason ?? "none")}); the audit log holds no end</span>` : "-"}${s.endReason ? html` (${storedText(s.endReason)})` : ""}</td><td>${s.epochs.length}</td><td>${s.calls}${s.callsAfterEnd > 0 ? html` (${s.callsAfterEnd} after its end)` : ""}</td><td>${s.refused}</td><td>${s.approvals.requested} asked, ${s.approvals.granted} granted, ${s.approvals.denied} denied</td></tr>`,
         )}</tbody></table></section>
         <section><h2>Activity</h2><table><thead><tr><th>time</th><th>server</th><th>tool</th><th>epoch</th><th>rev</th><th>grant</th><th>decision</th><th>outcome</th></tr></thead><tbody>${d.opened.activity
           .slice(-200)
           .reverse()
           .map(
             (a) =>
-              html`<tr><td>${a.at}</td><td>${a.server ?? "-"}</td><td>${a.tool === null ? "-" : cappedToolName(a.tool)}</td><td><code>${a.epoch ?? "-"}</code></td><td>${a.revision ?? "-"}</td><td><code>${a.grant ?? "-"}</code></td><td>${a.decision}</td><td>${shownOutcome(a)}</td></tr>`,
+              html`<tr><td>${storedText(a.at)}</td><td>${storedText(a.server ?? "-")}</td><td>${a.tool === null ? "-" : cappedToolName(a.tool)}</td><td><code>${storedText(a.epoch ?? "-")}</code></td><td>${storedText(a.revision ?? "-")}</td><td><code>${storedText(a.grant ?? "-")}</code></td><td>${storedText(a.decision)}</td><td>${storedText(shownOutcome(a))}</td></tr>`,
           )}</tbody></table></section>`
       : html`<section><h2>Sessions and activity</h2>
-        ${d.openProblem ? html`<p class="error" role="alert">${d.openProblem}</p>` : ""}
+        ${d.openProblem ? html`<p class="error" role="alert">${storedSentence(d.openProblem)}</p>` : ""}
         <p>The audit is sealed to the keyring: reading it needs the passphrase (kept for the proven window only${
           held ? ", for the browser it was given in: leave it empty there" : ""
         }).</p>

@@ -5,6 +5,7 @@
  */
 import type { PasskeyInfo } from "../approval/passkey.js";
 import { type Html, html } from "./html.js";
+import { storedSentence, storedText } from "./storedText.js";
 
 export function passkeysBody(list: PasskeyInfo[], csrf: string, proofHeld: boolean, problem?: string): Html {
   return html`<h1>Passkeys <small>(${list.length})</small></h1>
@@ -15,8 +16,8 @@ export function passkeysBody(list: PasskeyInfo[], csrf: string, proofHeld: boole
       ? html`<p class="empty">No passkey is registered.</p>`
       : html`<table class="passkeys"><thead><tr><th>name</th><th>id</th><th>added</th><th>last used</th><th>honoured</th><th></th></tr></thead><tbody>${list.map(
           (p) => html`<tr data-testid="passkey" data-passkey-id="${p.id}">
-          <td>${p.name}</td><td><code>${p.id.slice(0, 16)}…</code></td><td>${p.createdAt}</td><td>${p.lastUsedAt ?? "never"}</td>
-          <td>${p.honoured ? "yes" : html`<span class="error">no: ${p.why ?? ""}</span>`}</td>
+          <td>${storedText(p.name)}</td><td><code>${storedText(String(p.id).slice(0, 16))}…</code></td><td>${storedText(p.createdAt)}</td><td>${storedText(p.lastUsedAt ?? "never")}</td>
+          <td>${p.honoured ? "yes" : html`<span class="error">no: ${storedSentence(p.why ?? "")}</span>`}</td>
           <td><form method="post" action="/passkeys/remove"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="passkey" value="${p.id}"><button type="submit" class="danger" data-testid="passkey-remove">Remove</button></form></td></tr>`,
         )}</tbody></table>`
   }

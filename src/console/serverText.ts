@@ -98,7 +98,7 @@ export function cappedValue(shown: string): Html {
  * The note as a phrasing element, for a box inside a heading, a sentence or a link (`<span>`: a
  * `<p>` there is not allowed); the stylesheet draws it as a line of its own.
  */
-function inlineNoteAfter(text: string): Html {
+export function inlineNoteAfter(text: string): Html {
   return html`<span class="cut-note" data-testid="cut-note">${cutNote(text)}</span>`;
 }
 
