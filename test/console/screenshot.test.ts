@@ -81,8 +81,13 @@ describe.skipIf(process.env.PORTCULLIS_SCREENSHOT !== "1")("the review card, pic
       .evaluate((d) => {
         (d as { open: boolean }).open = false;
       });
+    // the buttons as the human sees them, once their first second (off: a click then decides nothing) is over
+    await expect.poll(() => card.getByTestId("approve-session").isEnabled()).toBe(true);
     const out = join(REPO, "docs", "console-review.png");
-    await browser.page.screenshot({ path: out, fullPage: false });
+    // the window down to the card's end, no empty space under it (a smaller file for the README)
+    const box = (await card.boundingBox())!;
+    const height = Math.min(1000, Math.ceil(box.y + box.height + 16));
+    await browser.page.screenshot({ path: out, clip: { x: 0, y: 0, width: 1400, height } });
     expect(await card.isVisible()).toBe(true);
     await card.getByTestId("deny-reason").fill("not all regions");
     await card.getByTestId("deny").click();
