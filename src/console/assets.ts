@@ -227,6 +227,9 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: .1rem .6rem; ma
 .cls-expands { color: var(--expand); } .cls-narrows { color: var(--narrow); } .cls-cosmetic, .cls-unchanged { color: var(--cosmetic); }
 table { border-collapse: collapse; width: 100%; } th, td { text-align: left; vertical-align: top; padding: .2rem .4rem; border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
 .value { white-space: pre-wrap; overflow-wrap: anywhere; }
+/* the console's own column headings and buttons are never broken inside a word ("mod|e", "Revo|ke"):
+   a table squeezes its columns down to what may wrap anywhere, which only the cells' data may */
+thead th, button { overflow-wrap: normal; }
 /* the server's words (serverText.ts): framed, captioned as its claim, never in the card's heading
    style, and capped at 8 lines of 12px/1.4 text, as an argument's value is, so neither can push
    the arguments or the buttons out of view; the note after a box says when it does not all show */
