@@ -9,11 +9,21 @@
 // alike so that the request stays decidable, and a catalog revision is recorded under the label.
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
+import { insertPasskeyRow } from "../../src/approval/passkeyRows.js";
 import { recordRevision, snapshotOf } from "../../src/catalog/index.js";
+import { atPasskeyOrigin } from "../../src/console/passkeyOrigin.js";
 import { openStore } from "../../src/store/db.js";
 import { browserSuite, held } from "../helpers/browser.js";
-import { TEST_PASSPHRASE } from "../helpers/state.js";
-import { consoleGateway, consoleOf, openFirstCard, TRANSFER_TOOL } from "./helpers.js";
+import { removeDir } from "../helpers/files.js";
+import { newStateDir, TEST_PASSPHRASE } from "../helpers/state.js";
+import {
+  consoleGateway,
+  consoleOf,
+  loginWithBrowser,
+  openFirstCard,
+  startConsoleProcess,
+  TRANSFER_TOOL,
+} from "./helpers.js";
 
 const suite = browserSuite();
 const { cleanup } = suite;
@@ -150,6 +160,34 @@ describe("hostile text from the store and the configuration on the console's pag
     await storedBoxesCapped(page);
     await gw.close();
     await call.catch(() => {});
+  });
+
+  it("a passkey row written into the store with a long name is capped on the Passkeys page, its Remove button and the form to add one in view", async () => {
+    const stateDir = newStateDir();
+    cleanup.push(() => removeDir(stateDir));
+    const db = openStore(stateDir);
+    // no pin in the audit chain: listed by the table's name, as not honoured
+    insertPasskeyRow(db, {
+      credentialId: "forged-credential",
+      name: TALL,
+      publicKey: "AAAA",
+      counter: 0,
+      rpId: "localhost",
+      transports: [],
+      createdAt: WIDE,
+      pinSeq: 1,
+    });
+    db.close();
+    const c = await startConsoleProcess(stateDir);
+    cleanup.push(() => c.stop());
+    const page = suite.browser.page;
+    await page.setViewportSize({ width: 1400, height: 1000 });
+    await loginWithBrowser(page, `${atPasskeyOrigin(c.url)}/passkeys`);
+    const row = page.getByTestId("passkey");
+    await row.waitFor();
+    await inView(page, [row.getByTestId("passkey-remove"), page.getByTestId("passkey-register")]);
+    expect(await row.locator("[data-testid=stored-text]", { hasText: "line 9999" }).textContent()).toBe(TALL);
+    await storedBoxesCapped(page);
   });
 
   it("an unreadable request's card above the real one is capped: the real card's buttons stay in view", async () => {
