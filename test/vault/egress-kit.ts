@@ -180,8 +180,14 @@ export interface RawUpstream {
   close(): Promise<void>;
 }
 
-/** A plain TCP upstream that records every byte; answers each piece it gets with a 200 unless `held` (then never a word). */
-export async function rawUpstream(held = false): Promise<RawUpstream> {
+/**
+ * A plain TCP upstream that records every byte; answers each piece it gets with `answer` (a 200
+ * saying "ok" unless told) unless `held` (then never a word).
+ */
+export async function rawUpstream(
+  held = false,
+  answer = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok",
+): Promise<RawUpstream> {
   let got = "";
   const sockets = new Set<Socket>();
   const server: Server = createServer((s) => {
@@ -190,7 +196,7 @@ export async function rawUpstream(held = false): Promise<RawUpstream> {
     s.on("error", () => {});
     s.on("data", (d: Buffer) => {
       got += d.toString("latin1");
-      if (!held) s.write("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+      if (!held) s.write(answer);
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));

@@ -87,10 +87,10 @@ export interface ExchangeOptions {
     parts: { url: string; headers: string[]; values?: Map<string, string> },
   ): Promise<Released>;
   /**
-   * The spellings of the values released to `dest` for calls still in flight (release.ts,
-   * echoesFor), or null: every answer from `dest` is scrubbed of them, whatever its request carried
+   * The spellings of the values released for calls still in flight, to any host (release.ts,
+   * echoes), or null: every answer is scrubbed of them, whatever its request carried
    */
-  echoes?(dest: Destination): Spelling[] | null;
+  echoes?(): Spelling[] | null;
   record(r: {
     method: string;
     scheme: "http" | "https";
@@ -268,10 +268,10 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
     }
     // a name's trailing dot dropped where the request names a site, as the proxy matched and dialled it
     let text = `${head.method} ${targetWithoutTrailingDot(parts.url)} HTTP/1.${head.minor}\r\n`;
-    // every answer from a host while a value is released to it for a call in flight (not only to
-    // this request: an upstream may give the key back to another), as an answer may echo them;
-    // none: the answer passes as it came
-    const spellings = o.echoes?.(o.dest) ?? (parts.values.size > 0 ? spellingsOf(parts.values) : null);
+    // every answer while a value is released for a call in flight, to this host or another (not
+    // only to this request: an upstream may give the key back to another, and another host of the
+    // service may hold it), as an answer may echo them; none: the answer passes as it came
+    const spellings = o.echoes?.() ?? (parts.values.size > 0 ? spellingsOf(parts.values) : null);
     // an answer read to take the values out is asked for uncompressed (rewrite.ts)
     const releasing = spellings !== null;
     for (let i = 0; i < names.length; i++) {

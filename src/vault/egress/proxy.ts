@@ -178,12 +178,10 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       n,
       n.toLowerCase() === "host" ? withoutTrailingDot(parts.headers[i]!) : parts.headers[i]!,
     ]);
-    // every answer from a host while a value is released to it for a call in flight, as an
-    // answer may echo them (release.ts, echoesFor), is read to take the values out: asked for
-    // uncompressed (rewrite.ts)
-    const spellings =
-      (isDeclared ? substitute.echoesFor(dest) : null) ??
-      (parts.values.size > 0 ? spellingsOf(parts.values) : null);
+    // every answer while a value is released for a call in flight, from any host (a declared one
+    // or not: another host of the service may hold the key too), as an answer may echo them
+    // (release.ts, echoes), is read to take the values out: asked for uncompressed (rewrite.ts)
+    const spellings = substitute.echoes() ?? (parts.values.size > 0 ? spellingsOf(parts.values) : null);
     const sent = spellings
       ? [
           ...headers.filter(([n]) => n.toLowerCase() !== "accept-encoding"),
@@ -332,7 +330,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       upstreams: pool,
       onlyDeclared: o.mode === "declared-only",
       release: substitute,
-      echoes: substitute.echoesFor,
+      echoes: substitute.echoes,
       record: (r) => record({ host: dest.host, port: dest.port, ...r }),
     });
 

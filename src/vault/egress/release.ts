@@ -23,9 +23,10 @@ import { type Destination, destinationText, hostMatches } from "./hosts.js";
  *
  * Apart from those, every value released for a call is remembered (`given`) until that call ends
  * or the epoch changes, whatever the holder does meanwhile (a value already sent stays sent): while
- * one is, every answer from its host is scrubbed of it (echoesFor, exchange.ts), the answers to
- * requests that carried no placeholder too. An upstream may hand the key back to any request of
- * the call, not only to the one that carried it.
+ * one is, every answer the proxy reads is scrubbed of it (echoes, exchange.ts, proxy.ts), from any
+ * host, the answers to requests that carried no placeholder too. An upstream may hand the key back
+ * to any request of the call, not only to the one that carried it; and another host of the same
+ * service (declared for this scope or another, or not at all) may hold it for the account too.
  */
 
 const PLACEHOLDER = /portcullis-placeholder(?::|%3[aA])([A-Za-z0-9][A-Za-z0-9._-]{0,127})/g;
@@ -95,10 +96,10 @@ export function releaser(o: Options) {
   const forget = () => kept.clear();
   /** call key, scope, host → the value released for that call: kept until the call ends */
   const given = new Map<string, { value: string; scope: string; host: string; epoch: string }>();
-  /** host → the spellings of the values given for it (echoesFor), made again when `given` changes */
-  let echoes = new Map<string, Spelling[] | null>();
+  /** the spellings of every value given (echoes), made again when `given` changes; undefined: not made */
+  let spellings: Spelling[] | null | undefined;
   const forgetGiven = (k: string) => {
-    if (given.delete(k)) echoes = new Map();
+    if (given.delete(k)) spellings = undefined;
   };
   holder.onGone(forget);
   // a secret stored or removed, as the holder says it: a file's time set back cannot hide that
@@ -180,7 +181,7 @@ export function releaser(o: Options) {
       const k = `${keptKey(call)}\n${scope}\n${host}`;
       if (given.get(k)?.value !== value) {
         given.set(k, { value, scope, host, epoch: call.epoch });
-        echoes = new Map();
+        spellings = undefined;
         sweepSoon();
       }
       const re = placeholderOf(scope);
@@ -195,33 +196,32 @@ export function releaser(o: Options) {
     return out;
   };
   /**
-   * The spellings of every value released to `dest` for a call still in flight in the current
-   * epoch (echo.ts), or null when there is none: what every answer from `dest` is scrubbed of.
+   * The spellings of every value released for a call still in flight in the current epoch, to
+   * whichever host (echo.ts), or null when there is none: what every answer the proxy reads is
+   * scrubbed of, whatever host it comes from. A value is the vault's, sent to the hosts its policy
+   * names; a host it was not sent to may still hold it (another host of the same service, which
+   * keeps the account's keys) and hand it back, and the server reads every answer alike.
    */
-  const echoesFor = (dest: Destination): Spelling[] | null => {
+  const echoes = (): Spelling[] | null => {
     if (given.size === 0) return null;
     sweep(o.calls());
-    const host = destinationText(dest);
-    let s = echoes.get(host);
-    if (s === undefined) {
+    if (spellings === undefined) {
       // (a scope released for two calls has one value; should they differ, both are looked for)
       const values: [string, string][] = [];
       for (const v of given.values())
-        if (v.host === host && !values.some(([sc, va]) => sc === v.scope && va === v.value))
-          values.push([v.scope, v.value]);
-      s = values.length === 0 ? null : spellingsOf(values);
-      echoes.set(host, s);
+        if (!values.some(([sc, va]) => sc === v.scope && va === v.value)) values.push([v.scope, v.value]);
+      spellings = values.length === 0 ? null : spellingsOf(values);
     }
-    return s;
+    return spellings;
   };
   return Object.assign(release, {
-    echoesFor,
+    echoes,
     close() {
       if (sweeper) clearInterval(sweeper);
       sweeper = null;
       forget();
       given.clear();
-      echoes = new Map();
+      spellings = undefined;
     },
   });
 }
