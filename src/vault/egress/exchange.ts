@@ -102,6 +102,12 @@ export interface ExchangeOptions {
     callKey?: number;
     epoch: string | null;
   }): void;
+  /**
+   * Where a tunnel keeps, while it is open, what records its request in flight at once (as
+   * abandoned): the proxy calls them all as it closes, before the gateway's recorder writes its
+   * last, so that no request is left unrecorded by a shutdown that cuts it
+   */
+  unfinished?: Set<() => void>;
 }
 
 /**
@@ -147,9 +153,12 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
     client.resume();
   };
 
+  const recordNow = () => unrecorded?.();
+  o.unfinished?.add(recordNow);
   const finish = (how: "end" | "destroy") => {
     if (closed) return;
     closed = true;
+    o.unfinished?.delete(recordNow);
     unrecorded?.();
     upstream?.discard();
     if (how === "end") client.end();
@@ -161,6 +170,7 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
   const refuse = (status: number, text: string, why: string) => {
     if (closed) return;
     closed = true;
+    o.unfinished?.delete(recordNow);
     unrecorded?.();
     upstream?.discard();
     client.end(errorResponse(status, text, why));
@@ -316,8 +326,10 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
       o.record(r);
     };
     /**
-     * The status of an answer whose rewritten body is being given on: it is recorded when the body
-     * is whole (forwarded), or cut by the upstream or its decoding (failed), one record either way
+     * The status of an answer whose body is being given on, passed through or rewritten: it is
+     * recorded when the body is whole (forwarded), or cut by the upstream, its decoding or a
+     * timeout (failed), one record either way. (Recorded at its head, an answer the upstream cut
+     * partway was `forwarded` as if the server had got all of it.)
      */
     let pending: number | undefined;
     // a tunnel closed by its client while the answer was being given on: forwarded, as far as it went
@@ -419,9 +431,8 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
         // (thrown before anything of the answer is given on: recorded as failed, a 502 to the client)
         if (plan && "refused" in plan) throw new HttpError(plan.refused);
         answered = true;
-        // a rewritten body can still fail (its decoding, the upstream): recorded once it is whole
-        if (plan) pending = h.status;
-        else recordOnce({ ...base, outcome: "forwarded", status: h.status });
+        // a body can still fail (the upstream, a rewritten one's decoding): recorded once it is whole
+        pending = h.status;
         rmeter = new BodyMeter(f);
         rclose = closes(h) || f.kind === "close";
         let n: number;
@@ -500,6 +511,7 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
               if (!over) done();
             });
           }
+          recordOnce({ ...base, outcome: "forwarded", status: pending! });
           over = true;
           upstream = null;
           up.discard();

@@ -126,6 +126,12 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
   const holder = new HolderClient(o.stateDir);
   const pool = upstreams(o.extraCa);
   const open = new Set<Duplex>();
+  /**
+   * For each request read and not yet recorded (its answer still coming, or none yet), what
+   * records it at once: close() calls them before it cuts the connections, so a shutdown loses
+   * no record (the gateway's recorder writes its last when the proxy is closed)
+   */
+  const unfinished = new Set<() => void>();
 
   const record = (
     r: Omit<EgressRecord, "released" | "withheld" | "call" | "epoch"> & Partial<EgressRecord>,
@@ -221,14 +227,33 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       record({ ...base, outcome: "failed" });
       return fail(res, 400, `the request could not be sent on: ${(e as Error).message}`);
     }
+    /** the request's one record, from here on: its answer's end or its failure, whichever comes */
+    let recorded = false;
+    const once = (r: Parameters<typeof record>[0]) => {
+      if (recorded) return;
+      recorded = true;
+      unfinished.delete(abandoned);
+      record(r);
+    };
+    let answered: number | null = null;
+    // cut by the proxy's close: forwarded as far as it went, or failed if no answer came
+    const abandoned = () =>
+      once(
+        answered === null
+          ? { ...base, outcome: "failed" }
+          : { ...base, outcome: "forwarded", status: answered },
+      );
+    unfinished.add(abandoned);
     upstream.on("timeout", () => upstream.destroy(new Error(`no answer within ${timeoutMs} ms`)));
     upstream.on("error", (e) => {
-      record({ ...base, outcome: "failed" });
+      // (once the answer came, its body's end records it: cut, as this error cuts it)
+      if (answered === null) once({ ...base, outcome: "failed" });
       const timedOut = /no answer within/.test(e.message);
       fail(res, timedOut ? 504 : 502, `${destinationText(dest)}: ${e.message}`);
     });
     upstream.on("response", (up) => {
       const status = up.statusCode ?? 502;
+      answered = status;
       // of an answer to a request that carried a value, every header and the body are read and
       // given on with the value taken out (echo.ts), the body in chunks Node frames for the
       // client; an answer without a body (HEAD, 204, 304) has only its head read
@@ -255,23 +280,37 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       const decoded = spellings && !bodyless ? decoding(codings) : { decoder: null };
       if ("refused" in decoded) {
         up.destroy();
-        record({ ...base, outcome: "failed" });
+        once({ ...base, outcome: "failed" });
         return fail(res, 502, `${destinationText(dest)}: ${decoded.refused}`);
       }
       // (a body given on undecoded keeps naming its coding: identity)
       if (spellings && !bodyless && decoded.decoder === null)
         for (const c of codings) raw.push("Content-Encoding", c);
       const rewritten = spellings !== null && !bodyless;
-      // a rewritten body can still be cut (the upstream, its decoding): recorded once it ends
-      if (!rewritten) record({ ...base, outcome: "forwarded", status });
       try {
         res.writeHead(status, up.statusMessage ? clean(up.statusMessage) : undefined, raw);
       } catch {
         res.writeHead(status);
       }
+      // recorded once the body ends, passed through or rewritten: any failure first (the
+      // upstream's, the decoder's) ends the answer unfinished, and it is recorded as failed (what
+      // a scrubber kept never given on); a client that went away first had the answer forwarded
+      // as far as it went. Which came first decides: the pipeline's teardown of the other streams
+      // follows, with errors of its own. (Recorded at its head, a passed-through answer the
+      // upstream cut partway was `forwarded`, as if the server had got all of it.)
+      let first: "cut" | "left" | null = null;
+      up.on("aborted", () => (first ??= "cut"));
+      up.on("error", () => (first ??= "cut"));
+      decoded.decoder?.on("error", () => (first ??= "cut"));
+      res.on("close", () => {
+        if (!res.writableFinished) first ??= "left";
+      });
+      const done = (e: Error | null | undefined) => {
+        once({ ...base, outcome: e && first === "cut" ? "failed" : "forwarded", status });
+        if (e) res.destroy();
+      };
       if (!rewritten) {
-        up.pipe(res);
-        up.on("error", () => res.destroy());
+        pipeline(up, res, done);
         return;
       }
       const scrubber = new EchoScrubber(spellings);
@@ -279,17 +318,6 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
         transform: (chunk: Buffer, _enc, cb) => cb(null, scrubber.push(chunk)),
         flush: (cb) => cb(null, scrubber.end()),
       });
-      // any failure (the upstream's, the decoder's) ends the answer unfinished: what the scrubber
-      // kept is never given on, and it is recorded as failed; a client that went away meanwhile
-      // had the answer forwarded as far as it went
-      let cut = false;
-      up.on("aborted", () => (cut = true));
-      up.on("error", () => (cut = true));
-      decoded.decoder?.on("error", () => (cut = true));
-      const done = (e: Error | null | undefined) => {
-        record({ ...base, outcome: e && cut ? "failed" : "forwarded", status });
-        if (e) res.destroy();
-      };
       if (decoded.decoder) pipeline(up, decoded.decoder, scrub, res, done);
       else pipeline(up, scrub, res, done);
     });
@@ -332,6 +360,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       release: substitute,
       echoes: substitute.echoes,
       record: (r) => record({ host: dest.host, port: dest.port, ...r }),
+      unfinished,
     });
 
   const clientError = (err: Error, socket: Duplex) => {
@@ -576,6 +605,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     url: `http://127.0.0.1:${port}`,
     close: () =>
       new Promise<void>((resolve) => {
+        for (const abandon of [...unfinished]) abandon();
         for (const s of open) s.destroy();
         agents.http.destroy();
         agents.https.destroy();
