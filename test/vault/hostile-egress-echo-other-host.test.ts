@@ -153,4 +153,35 @@ describe("a value released to one host, handed back by another", () => {
       expect(u.text()).toContain("\r\nAccept-Encoding: identity\r\n");
     }
   });
+
+  it("the vault locked since: a TLS tunnel to a declared host, which the proxy can no longer read, is closed, not passed through", async () => {
+    // (runs last: the holder is stopped)
+    window = { epoch: "E1", inFlight: [{ callId: "2", epoch: "E1", scopes: ["api"], key: "k2" }] };
+    await exchange(
+      proxy.port,
+      `GET http://${aHost}/use HTTP/1.1\r\nHost: ${aHost}\r\nAuthorization: Bearer ${PLACEHOLDER}\r\nConnection: close\r\n\r\n`,
+    );
+    expect(gotByA.at(-1)).toBe(`Bearer ${SECRET}`);
+    // locked: no leaf for B's TLS (none was made before), so its tunnel could only go unread
+    holder.stop("locked");
+    const before = b.text().length;
+    // the first bytes of a TLS ClientHello: whatever B answers would reach this process unread
+    const hello = Buffer.from([0x16, 0x03, 0x01, 0x00, 0x05, 0x01, 0x00, 0x00, 0x01, 0x00]);
+    const out = await exchange(
+      proxy.port,
+      `CONNECT 127.0.0.1:${b.port} HTTP/1.1\r\nHost: 127.0.0.1:${b.port}\r\n\r\n`,
+      hello,
+    );
+    expect(out).toBe("HTTP/1.1 200 Connection Established\r\n\r\n");
+    expect(b.text().length, "nothing reached B").toBe(before);
+    // the call ended: nothing released is remembered, and such a tunnel passes unread as before
+    window = { epoch: "E1", inFlight: [] };
+    const passed = await exchange(
+      proxy.port,
+      `CONNECT 127.0.0.1:${b.port} HTTP/1.1\r\nHost: 127.0.0.1:${b.port}\r\n\r\n`,
+      hello,
+      1000,
+    );
+    expect(passed).toContain(`X-Key: ${SECRET}`);
+  });
 });

@@ -460,6 +460,20 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       }
       const ctx = await leafContext(dest.host).catch(() => null);
       if (!ctx) {
+        // A value released earlier in a call still in flight (the vault locked since, as `lock`
+        // stops new releases, not the call): the answers from here could carry it back, and
+        // unread they cannot be scrubbed (release.ts, echoes). Closed, nothing sent or given.
+        if (substitute.echoes() !== null) {
+          record({
+            host: dest.host,
+            port: dest.port,
+            method: "CONNECT",
+            scheme: "tunnel",
+            outcome: "refused",
+          });
+          socket.destroy();
+          return;
+        }
         // no CA or a locked vault: nothing could be released anyway; pass the bytes through
         tunnelUntouchedAfter(socket, dest);
         return;
