@@ -280,6 +280,50 @@ describe("other spellings of a released value in an answer", () => {
     }
   });
 
+  it("base64 as encoders that escape `+`, `/` and `=` write it: `\\/` in JSON once or twice, `\\u002B`, URL escapes in either case", () => {
+    // a value whose base64 forms hold all three, whole and at each alignment inside longer base64
+    const v = "sk-live?>>~~~???-9f3c>>";
+    const sv = spellingsOf(new Map([["api", v]]));
+    const escapes: Record<string, [(t: string) => string, (t: string) => string]> = {
+      json: [(t) => t.replaceAll("/", "\\/"), (t) => t.replaceAll("\\/", "/")],
+      jsonInJson: [(t) => t.replaceAll("/", "\\\\/"), (t) => t.replaceAll("\\\\/", "/")],
+      jsonInJsonSlash: [(t) => t.replaceAll("/", "\\\\\\/"), (t) => t.replaceAll("\\\\\\/", "/")],
+      dotnet: [(t) => t.replaceAll("+", "\\u002B"), (t) => t.replaceAll("\\u002B", "+")],
+      urlUpper: [(t) => encodeURIComponent(t), decodeURIComponent],
+      urlLower: [
+        (t) => encodeURIComponent(t).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()),
+        decodeURIComponent,
+      ],
+    };
+    for (const user of ["", "u:", "us:", "user:"]) {
+      const b64 = Buffer.from(`${user}${v}`).toString("base64");
+      expect(b64).toMatch(/\+/);
+      expect(b64).toMatch(/\//);
+      for (const [name, [write, readBack]] of Object.entries(escapes)) {
+        const written = write(b64);
+        expect(written, name).not.toBe(b64);
+        const got = withoutValues(Buffer.from(`"a":"${written}",`, "latin1"), sv).toString("latin1");
+        expect(got, `${name} ${user}`).not.toBe(`"a":"${written}",`);
+        const decoded = Buffer.from(readBack(got.slice(5, -2)), "base64").toString("latin1");
+        // what is decoded holds the placeholder where the value was (its edges' bits kept when inside)
+        expect(decoded, `${name} ${user}`).not.toContain(v.slice(1, -1));
+        expect(decoded, `${name} ${user}`).toContain(
+          user === "" ? "portcullis-placeholder:api" : "ortcullis-placeholder:ap",
+        );
+      }
+    }
+    // in a stream, cut anywhere: as the whole body
+    const body = Buffer.from(
+      Object.values(escapes)
+        .map(([e]) => e(Buffer.from(`user:${v}`).toString("base64")))
+        .join(" "),
+      "latin1",
+    );
+    const whole = withoutValues(body, sv);
+    for (let at = 0; at <= body.length; at++)
+      expect(scrubbed(body, [at], sv).equals(whole), `cut at ${at}`).toBe(true);
+  });
+
   it("property: any mix of spellings, any cuts: the stream gives what the whole body gives, and no whole spelling is left", () => {
     // an alphabet of the characters escapes are made of, so spellings overlap and are ambiguous
     const alphabet = fc.constantFrom(

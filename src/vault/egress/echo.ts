@@ -14,7 +14,9 @@
  *   `&amp;`, `&lt;`, `&gt;`, `&quot;`, `&apos;`);
  * - its base64, standard and URL-safe, padded or not, and the base64 characters the value alone
  *   determines inside longer base64 at each of the three alignments (`base64("user:" + value)`,
- *   as a Basic auth echo writes it), 8 characters or more;
+ *   as a Basic auth echo writes it), 8 characters or more; each also as encoders that escape
+ *   base64's `+`, `/` and `=` write it (escapedForms: `\/` in JSON, once or twice, `\u002B`, and
+ *   URL escapes);
  * - its UTF-8 bytes in hex, lower and upper case, 8 characters or more.
  * Searched as bytes (Buffer.indexOf and a walk over the value's characters), never by a regular
  * expression built from a value: a value may be 64 KiB, a size V8 refuses for one.
@@ -39,6 +41,11 @@ export interface Spelling {
    * -1 when there is none. Spends `work.left`; when it runs out, answers `from` (keep it all).
    */
   unfinished(buf: Buffer, from: number, before: number, work: { left: number }): number;
+  /**
+   * A byte every occurrence holds, and every unfinished one that another spelling does not
+   * already keep (usableIn): an escaped form of base64 is not looked for in bytes without it
+   */
+  readonly needs?: number;
 }
 
 /** A spelling of fixed bytes (base64, hex forms): found by Buffer.indexOf. */
@@ -47,6 +54,7 @@ class Literal implements Spelling {
   constructor(
     readonly from: Buffer,
     readonly to: Buffer,
+    readonly needs?: number,
   ) {
     this.longest = from.length;
   }
@@ -387,6 +395,31 @@ function alignedFragment(bytes: Buffer, offset: number): string {
 
 const urlSafe = (b64: string) => b64.replaceAll("+", "-").replaceAll("/", "_");
 
+/** `+`, `/` and `=` URL-escaped, the escapes' hex in upper or lower case. */
+const urlEscaped = (upper: boolean) => (b64: string) =>
+  b64.replace(/[+/=]/g, (c) => {
+    const hex = c.charCodeAt(0).toString(16);
+    return `%${upper ? hex.toUpperCase() : hex}`;
+  });
+
+/**
+ * How encoders write base64 that they escape, whole: in a JSON string with `/` escaped (`\/`:
+ * PHP's json_encode, some Java encoders, as the gateway's output scrubber knows it), and that
+ * JSON string inside another (`\\/`, or `\\\/` where the outer encoder escapes `/` too); in
+ * a JSON string with `+` written `\u002B` (.NET's System.Text.Json, by default); URL-escaped
+ * (`%2B`, `%2F`, `%3D`: encodeURIComponent, Python's quote, form encoding, Go's QueryEscape), in
+ * either hex case. A form with none of these characters is the same in all of them, and looked
+ * for once.
+ */
+const escapedForms: readonly [(b64: string) => string, number][] = [
+  [(b64) => b64.replaceAll("/", "\\/"), BACKSLASH],
+  [(b64) => b64.replaceAll("/", "\\\\/"), BACKSLASH],
+  [(b64) => b64.replaceAll("/", "\\\\\\/"), BACKSLASH],
+  [(b64) => b64.replaceAll("+", "\\u002B"), BACKSLASH],
+  [urlEscaped(true), PERCENT],
+  [urlEscaped(false), PERCENT],
+];
+
 /**
  * Every spelling of each released value, with the placeholder that goes in its place: the value
  * spelled character by character (the plain placeholder, or the URL-encoded one where a URL
@@ -397,10 +430,21 @@ const urlSafe = (b64: string) => b64.replaceAll("+", "-").replaceAll("/", "_");
 export function spellingsOf(released: Iterable<readonly [string, string]>): Spelling[] {
   const out: Spelling[] = [];
   const seen = new Set<string>();
-  const literal = (from: string, to: string) => {
-    if (from.length < MIN_FORM || seen.has(from)) return;
+  const add = (from: string, to: string, needs?: number) => {
+    if (seen.has(from)) return;
     seen.add(from);
-    out.push(new Literal(Buffer.from(from, "latin1"), Buffer.from(to, "latin1")));
+    out.push(new Literal(Buffer.from(from, "latin1"), Buffer.from(to, "latin1"), needs));
+  };
+  // a base64 or hex form, and each way an encoder that escapes the characters of base64 writes
+  // it, all of them or none (an encoder is consistent): hex digits and the URL-safe alphabet are
+  // never escaped, `+`, `/` and `=` may be (escapedForms)
+  const literal = (from: string, to: string) => {
+    if (from.length < MIN_FORM) return;
+    add(from, to);
+    for (const [write, needs] of escapedForms) {
+      const f = write(from);
+      if (f !== from) add(f, write(to), needs);
+    }
   };
   for (const [scope, value] of released) {
     if (value === "") continue;
@@ -464,7 +508,26 @@ export function longestOf(spellings: readonly Spelling[]): number {
 /** `buf` with every spelling replaced by its placeholder; the same buffer when there is none. */
 export function withoutValues(buf: Buffer, spellings: readonly Spelling[]): Buffer {
   if (spellings.length === 0) return buf;
-  return replaceUpTo(buf, buf.length, spellings).out;
+  return replaceUpTo(buf, buf.length, usableIn(buf, spellings)).out;
+}
+
+/**
+ * The spellings that can occur in `buf`: one that `needs` a byte (an escaped form of base64,
+ * whose escapes all start with `\` or `%`) only where that byte is. Its unfinished occurrences
+ * are kept all the same: one cut before its first escape is, to there, the unescaped form's,
+ * which is always looked for (and keeps it); one cut after holds the byte. Most answers have no
+ * `\` or no `%`, and each escaped form is one more search of every read.
+ */
+function usableIn(buf: Buffer, spellings: readonly Spelling[]): readonly Spelling[] {
+  let some = false;
+  for (const s of spellings) if (s.needs !== undefined) some = true;
+  if (!some) return spellings;
+  const backslash = buf.indexOf(BACKSLASH) >= 0;
+  const percent = buf.indexOf(PERCENT) >= 0;
+  if (backslash && percent) return spellings;
+  return spellings.filter(
+    (s) => s.needs === undefined || (s.needs === BACKSLASH ? backslash : s.needs === PERCENT && percent),
+  );
 }
 
 /**
@@ -526,7 +589,8 @@ export class EchoScrubber {
     const from = Math.max(0, buf.length - this.keep);
     const work = { left: 4 * buf.length + UNFINISHED_SLACK };
     let limit = buf.length;
-    for (const s of this.spellings) {
+    const spellings = usableIn(buf, this.spellings);
+    for (const s of spellings) {
       const at = s.unfinished(buf, from, limit, work);
       if (at >= 0) limit = at;
     }
@@ -534,7 +598,7 @@ export class EchoScrubber {
       this.kept = buf;
       return Buffer.alloc(0);
     }
-    const { out, cut } = replaceUpTo(buf, limit, this.spellings);
+    const { out, cut } = replaceUpTo(buf, limit, spellings);
     // (a copy: the kept bytes must outlive the piece's buffer, which its owner may reuse)
     this.kept = cut === buf.length ? Buffer.alloc(0) : Buffer.from(buf.subarray(cut));
     return out;
