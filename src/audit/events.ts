@@ -24,6 +24,7 @@ export const AUDIT_EVENT_TYPES = [
   "vault_unlocked",
   "credential_injected",
   "approver_key_pinned",
+  "passphrase_changed",
   "passkey_pinned",
   "passkey_removed",
   "decision_rejected",

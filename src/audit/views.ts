@@ -220,10 +220,12 @@ function closesAnotherGateway(e: AuditEvent): boolean {
 
 /**
  * Events a command writes about the whole state directory (the approver key's pin, the vault
- * being unlocked or locked), not about an agent run: they start no session of their own.
+ * being unlocked or locked, the keyring's passphrase changed), not about an agent run: they start
+ * no session of their own.
  */
 const NOT_ABOUT_A_RUN: ReadonlySet<string> = new Set([
   "approver_key_pinned",
+  "passphrase_changed",
   "passkey_pinned",
   "passkey_removed",
   "vault_unlocked",

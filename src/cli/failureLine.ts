@@ -9,6 +9,7 @@ const COMMANDS = new Set([
   "status",
   "catalog",
   "init",
+  "passphrase",
   "audit",
   "passkey",
   "demo",

@@ -16,10 +16,7 @@ import { privateForInit, resolveStateDir } from "../store/stateDir.js";
 import { fileProblem } from "../util/errno.js";
 import { parse } from "./args.js";
 import { UsageError } from "./errors.js";
-import { PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
-
-/** The shortest passphrase init takes, in characters (said by --help and by the refusal). */
-const MIN_PASSPHRASE_LENGTH = 8;
+import { MIN_PASSPHRASE_LENGTH, PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
 
 export const INIT_HELP = `usage: portcullis init [--state-dir DIR]
 

@@ -41,6 +41,7 @@ usage: portcullis <command> [options]
   grants [--json]  revoke GRANT [--json]
                                        active grants; revoke one (next call)
   init                                 create the keyring (asks for a passphrase)
+  passphrase [--json]                  change the keyring's passphrase (the keys stay the same)
   passkey list|add|rm                  passkeys that approve in the console (rm needs no passphrase)
   vault set|list|rm                    secrets for credential scopes (values never printed)
   unlock [--for DURATION]  lock        let running gateways use credentials, or stop them
@@ -170,6 +171,8 @@ const commands: Record<string, () => Promise<Command>> = {
   catalog: async () => (await import("./catalog.js")).catalogCommand,
   // init makes the state directory once it has a passphrase, and takes it back if it fails
   init: async () => withStateDir("init", (await import("./init.js")).initCommand, "itself"),
+  passphrase: async () =>
+    withStateDir("passphrase", (await import("./passphraseChange.js")).passphraseCommand, "reads"),
   audit: async () => withStateDir("audit", (await import("./audit.js")).auditCommand, "reads", true),
   passkey: async () => withStateDir("passkey", (await import("./passkey.js")).passkeyCommand, "reads", true),
   demo: async () => (await import("./demo.js")).demoCommand,

@@ -3,7 +3,12 @@ import { ReadStream } from "node:tty";
 import { safeText } from "../catalog/text.js";
 import { fileProblem } from "../util/errno.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
-import { PASSPHRASE_FILE_ENV, passphraseFileRefusal, passphraseFileSentence } from "./passphraseFile.js";
+import {
+  NEW_PASSPHRASE_FILE_ENV,
+  PASSPHRASE_FILE_ENV,
+  passphraseFileRefusal,
+  passphraseFileSentence,
+} from "./passphraseFile.js";
 
 /**
  * Passphrase input. The passphrase is typed on the controlling terminal
@@ -13,7 +18,10 @@ import { PASSPHRASE_FILE_ENV, passphraseFileRefusal, passphraseFileSentence } fr
  * user's alone (src/cli/passphraseFile.ts).
  */
 
-export { PASSPHRASE_FILE_ENV };
+export { NEW_PASSPHRASE_FILE_ENV, PASSPHRASE_FILE_ENV };
+
+/** The shortest passphrase a keyring is given (init, passphrase), in characters. */
+export const MIN_PASSPHRASE_LENGTH = 8;
 
 export const PASSPHRASE_HELP = `The passphrase is read from the terminal with echo off, as UTF-8 text (a terminal set to
 another encoding is refused, never read as another passphrase). For tests and CI, set
@@ -27,14 +35,34 @@ export class PassphraseError extends Error {
 
 export async function readPassphrase(prompt: string, opts: { confirm?: boolean } = {}): Promise<string> {
   const file = process.env[PASSPHRASE_FILE_ENV];
-  if (file) return readPassphraseFile(file);
-  const out = openTerminal("w");
+  if (file) return readPassphraseFile(file, PASSPHRASE_FILE_ENV);
+  return readTerminalPassphrase(prompt, opts, PASSPHRASE_FILE_ENV);
+}
+
+/**
+ * The new passphrase `portcullis passphrase` gives the keyring: typed twice on the terminal, or,
+ * for tests and CI, the first line of the file PORTCULLIS_NEW_PASSPHRASE_FILE names, checked as
+ * PORTCULLIS_PASSPHRASE_FILE is (this user's alone; src/cli/passphraseFile.ts).
+ */
+export async function readNewPassphrase(prompt: string): Promise<string> {
+  const file = process.env[NEW_PASSPHRASE_FILE_ENV];
+  if (file) return readPassphraseFile(file, NEW_PASSPHRASE_FILE_ENV);
+  return readTerminalPassphrase(prompt, { confirm: true }, NEW_PASSPHRASE_FILE_ENV);
+}
+
+async function readTerminalPassphrase(
+  prompt: string,
+  opts: { confirm?: boolean },
+  /** the variable that stands in for the terminal, named when there is none */
+  env: string,
+): Promise<string> {
+  const out = openTerminal("w", env);
   try {
     // a slip in one of the two entries is asked again, as passwd does, a few times
     for (let attempt = 1; ; attempt++) {
-      const first = await readHidden(out, prompt, "passphrase");
+      const first = await readHidden(out, prompt, "passphrase", env);
       if (!opts.confirm) return first;
-      const again = await readHidden(out, "Repeat the passphrase: ", "passphrase");
+      const again = await readHidden(out, "Repeat the passphrase: ", "passphrase", env);
       if (again === first) return first;
       if (attempt === CONFIRM_TRIES)
         throw new PassphraseError(`the two passphrases differed ${CONFIRM_TRIES} times`);
@@ -51,7 +79,7 @@ const CONFIRM_TRIES = 3;
 /** A passphrase is one line; a file far larger is not a passphrase file (and is not read into memory). */
 const MAX_PASSPHRASE_FILE_BYTES = 64 * 1024;
 
-function readPassphraseFile(file: string): string {
+function readPassphraseFile(file: string, env: string): string {
   // the path is the environment's words: a character a terminal would act on is shown escaped
   const shown = safeText(file);
   let text: string;
@@ -66,27 +94,27 @@ function readPassphraseFile(file: string): string {
       strictUtf8: true,
       refuse: (st) => {
         const r = passphraseFileRefusal(file, st);
-        return r === null ? null : new PassphraseError(passphraseFileSentence(file, r));
+        return r === null ? null : new PassphraseError(passphraseFileSentence(file, r, env));
       },
     });
   } catch (err) {
     if (!(err instanceof SmallFileError)) throw err;
     const p = err.problem;
-    if ("code" in p)
-      throw new PassphraseError(`cannot read ${PASSPHRASE_FILE_ENV} (${shown}): ${fileProblem(p.code)}`);
-    throw new PassphraseError(`${PASSPHRASE_FILE_ENV} (${shown}): ${err.message}`);
+    if ("code" in p) throw new PassphraseError(`cannot read ${env} (${shown}): ${fileProblem(p.code)}`);
+    throw new PassphraseError(`${env} (${shown}): ${err.message}`);
   }
   const line = text.replace(/^\uFEFF/, "").split(/\r?\n/, 1)[0] ?? "";
-  if (line === "") throw new PassphraseError(`the first line of ${PASSPHRASE_FILE_ENV} (${shown}) is empty`);
+  if (line === "") throw new PassphraseError(`the first line of ${env} (${shown}) is empty`);
   return line;
 }
 
-function openTerminal(flags: "r" | "w"): number {
+function openTerminal(flags: "r" | "w", env: string = PASSPHRASE_FILE_ENV): number {
   try {
     return openSync("/dev/tty", flags);
   } catch {
+    const what = env === NEW_PASSPHRASE_FILE_ENV ? "new passphrase" : "passphrase";
     throw new PassphraseError(
-      `there is no terminal to read the passphrase from; set ${PASSPHRASE_FILE_ENV} to a file whose first line is the passphrase (meant for tests and CI)`,
+      `there is no terminal to read the ${what} from; set ${env} to a file whose first line is the ${what} (meant for tests and CI)`,
     );
   }
 }
@@ -95,9 +123,9 @@ function openTerminal(flags: "r" | "w"): number {
  * Reads one line from the terminal in raw mode (no echo). Ctrl-C or Ctrl-D on an empty line
  * cancels. `what` is what the line is ("passphrase", "value"), as its refusals name it.
  */
-function readHidden(out: number, prompt: string, what: string): Promise<string> {
+function readHidden(out: number, prompt: string, what: string, env?: string): Promise<string> {
   // The ReadStream owns (and closes) its descriptor.
-  const input = new ReadStream(openTerminal("r"));
+  const input = new ReadStream(openTerminal("r", env));
   // raw (no echo) before the prompt shows: what is typed once it shows is never echoed
   input.setRawMode(true);
   writeSync(out, prompt);

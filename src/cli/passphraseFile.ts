@@ -19,6 +19,8 @@ import { SmallFileError } from "../util/smallFile.js";
  */
 
 export const PASSPHRASE_FILE_ENV = "PORTCULLIS_PASSPHRASE_FILE";
+/** `portcullis passphrase`'s new passphrase, for tests and CI: checked as PASSPHRASE_FILE_ENV is. */
+export const NEW_PASSPHRASE_FILE_ENV = "PORTCULLIS_NEW_PASSPHRASE_FILE";
 
 /** What is wrong with the file (a phrase about "it"), and the clause that fixes it. */
 export interface PassphraseFileRefusal {
@@ -59,8 +61,13 @@ function unnamedPipe(st: Pick<Stats, "mode" | "nlink" | "dev">): boolean {
 }
 
 /** The sentence a command refuses the file with (no full stop: each writer ends it its own way). */
-export function passphraseFileSentence(file: string, r: PassphraseFileRefusal): string {
-  return `${PASSPHRASE_FILE_ENV} (${safeText(file)}): ${r.problem}, and the passphrase in it opens the keyring (whoever reads it may approve in your name); ${r.fix}, then run the command again`;
+export function passphraseFileSentence(
+  file: string,
+  r: PassphraseFileRefusal,
+  env: string = PASSPHRASE_FILE_ENV,
+): string {
+  const fix = r.fix.replaceAll(PASSPHRASE_FILE_ENV, env);
+  return `${env} (${safeText(file)}): ${r.problem}, and the passphrase in it opens the keyring (whoever reads it may approve in your name); ${fix}, then run the command again`;
 }
 
 /**

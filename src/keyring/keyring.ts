@@ -272,16 +272,82 @@ export async function addApproverKey(stateDir: string, passphrase: string): Prom
   return unlockKeyring(stateDir, passphrase);
 }
 
+/** What changePassphrase did: nothing secret (no passphrase, no key). */
+export interface PassphraseChange {
+  path: string;
+  /** the audit key id and the approver key id: the same before and after */
+  keyId: string;
+  approverKeyId: string;
+  /** the scrypt parameters of the new key-encryption key (its salt is new) */
+  kdf: ScryptParams;
+}
+
+/** The new passphrase is the current one: a change that changes nothing is refused. */
+export class SamePassphraseError extends KeyringError {
+  override name = "SamePassphraseError";
+  constructor() {
+    super("the new passphrase is the current one; nothing was changed");
+  }
+}
+
 /**
- * The upgrade's lock: one naming its owner, so that a command killed while upgrading leaves
- * nothing the next one must wait out (or a human remove): its owner gone, the lock is taken over.
+ * Wraps the data key under a key-encryption key derived from `next` with a fresh salt, and
+ * replaces keyring.json atomically (replaceFile). Only the data key's wrapping changes: the data
+ * key, the audit and approver key pairs and what they seal stay as they are, so the audit chain,
+ * the pin, grants, the vault's secrets and a running vault holder keep working. The scrypt cost is
+ * init's (the test cost under PORTCULLIS_INSECURE_TEST_KDF=1, else the default), so an older,
+ * cheaper keyring gets the current cost too.
+ *
+ * Under the lock every rewrite of keyring.json takes (addApproverKey's): the file is read and
+ * opened with `current` again there, so two changes at once, or a change and an old keyring's
+ * upgrade, never write over each other: the second finds the first's file (a change made by the
+ * first: `current` no longer opens it, WrongPassphraseError). The keyring must have its approver
+ * key already (addApproverKey, pinned by the caller): an old keyring is upgraded first.
+ */
+export async function changePassphrase(
+  stateDir: string,
+  current: string,
+  next: string,
+): Promise<PassphraseChange> {
+  if (next.length === 0) throw new KeyringError("the new passphrase is empty");
+  if (next.normalize("NFC") === current.normalize("NFC")) throw new SamePassphraseError();
+  const path = keyringPath(stateDir);
+  const lock = await takeLock(`${path}.upgrade.lock`);
+  try {
+    const text = readKeyringText(stateDir);
+    if (text === null) throw new KeyringMissingError(stateDir);
+    const file = parseKeyring(text, path);
+    const unlocked = await openKeyringFile(file, path, current);
+    if (!file.approver) {
+      unlocked.dataKey.fill(0);
+      throw new KeyringError(`${path} has no approver key yet; it is added by the passphrase commands first`);
+    }
+    const params = process.env[INSECURE_TEST_KDF_ENV] === "1" ? TEST_SCRYPT : DEFAULT_SCRYPT;
+    const salt = randomBytes(16);
+    const kek = await deriveKek(next, salt, params);
+    const kdf = { alg: "scrypt" as const, ...params, salt: salt.toString("base64url") };
+    const rewrapped: KeyringFile = { ...file, kdf, dataKey: wrap(kek, unlocked.dataKey, dataKeyAad(kdf)) };
+    kek.fill(0);
+    unlocked.dataKey.fill(0);
+    replaceFile(path, `${JSON.stringify(rewrapped, null, 2)}\n`);
+    return { path, keyId: file.audit.keyId, approverKeyId: file.approver.keyId, kdf: params };
+  } finally {
+    lock();
+  }
+}
+
+/**
+ * The lock of every rewrite of keyring.json (an old keyring's approver key added, a passphrase
+ * changed): one naming its owner, so that a command killed while rewriting leaves nothing the
+ * next one must wait out (or a human remove): its owner gone, the lock is taken over. Its name
+ * stays `keyring.json.upgrade.lock`, the one older versions take to add the approver key.
  */
 function takeLock(lock: string): Promise<() => void> {
   return takeOwnedLock(lock, {
     waitMs: 10_000,
     busy: (owner) =>
       new KeyringError(
-        `another command${owner ? ` (pid ${owner.pid})` : ""} has been adding the approver key for 10 s; try again once it has finished`,
+        `another command${owner ? ` (pid ${owner.pid})` : ""} has been rewriting the keyring (adding its approver key, or changing its passphrase) for 10 s; try again once it has finished`,
       ),
     cannotWrite: (problem) =>
       new KeyringError(`cannot take the lock ${lock}: ${problem}; nothing was changed`),
@@ -309,7 +375,15 @@ export async function unlockKeyring(stateDir: string, passphrase: string): Promi
   const text = readKeyringText(stateDir);
   if (text === null) throw new KeyringMissingError(stateDir);
   const path = keyringPath(stateDir);
-  const file = parseKeyring(text, path);
+  return openKeyringFile(parseKeyring(text, path), path, passphrase);
+}
+
+/** Opens a parsed keyring with the passphrase (unlockKeyring, changePassphrase). */
+async function openKeyringFile(
+  file: KeyringFile,
+  path: string,
+  passphrase: string,
+): Promise<UnlockedKeyring> {
   const kek = await deriveKek(passphrase, Buffer.from(file.kdf.salt, "base64url"), file.kdf);
   let dataKey: Buffer;
   try {
