@@ -12,7 +12,9 @@ import {
   linkSync,
   mkdirSync,
   openSync,
+  readdirSync,
   renameSync,
+  rmSync,
   unlinkSync,
   writeSync,
 } from "node:fs";
@@ -322,6 +324,7 @@ export async function changePassphrase(
       unlocked.dataKey.fill(0);
       throw new KeyringError(`${path} has no approver key yet; it is added by the passphrase commands first`);
     }
+    removeLeftTemps(path);
     const params = process.env[INSECURE_TEST_KDF_ENV] === "1" ? TEST_SCRYPT : DEFAULT_SCRYPT;
     const salt = randomBytes(16);
     const kek = await deriveKek(next, salt, params);
@@ -589,6 +592,39 @@ function unwrap(key: Buffer, w: Wrapped, aad: Buffer): Buffer {
   d.setAAD(aad, { plaintextLength: sealed.length - TAG_BYTES });
   d.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
   return Buffer.concat([d.update(sealed.subarray(0, sealed.length - TAG_BYTES)), d.final()]);
+}
+
+/**
+ * The temporary files (syncedTemp) a rewrite of keyring.json left when its process was killed
+ * before its rename: each holds the keyring's keys, sealed under a passphrase that may be the one
+ * a killed change was given, and nothing reads them. Removed under the rewrite lock, only when the
+ * process named in the name no longer exists (a running init's is its own, linked then removed).
+ */
+function removeLeftTemps(path: string): void {
+  const dir = join(path, "..");
+  // syncedTemp's names: keyring.json.PID.HEX.tmp
+  const own = /^keyring\.json\.(\d\d*)\.[0-9a-f]{12}\.tmp$/;
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const m = own.exec(name);
+    if (!m || processExists(Number(m[1]))) continue;
+    rmSync(join(dir, name), { force: true });
+  }
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    // EPERM: it exists, as another user's
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
 
 /** `text` in a new 0600 file beside `path`, fsynced; returns its path. */

@@ -9,7 +9,8 @@
 // directory not yet fsynced, the lock still held, nothing recorded) and leaves a marker with its
 // pid; the test then SIGKILLs it, or lets it go on by creating the gate's file.
 //
-// What each would catch: a keyring written in place (the `before` kill would leave it cut short,
+// What each would catch: a killed change's temporary file (the keys under the passphrase it was
+// given) left for good once the next change has run; a keyring written in place (the `before` kill would leave it cut short,
 // or already the new one); a rewrite that made new keys; a lock left by a killed change that the
 // next change waits out instead of taking over; two changes at once both reported done with one
 // lost (without the lock, or without reading and opening the file again under it, the second
@@ -205,6 +206,11 @@ describe("portcullis passphrase killed inside its write, or run beside another r
 
     expect(readFileSync(join(stateDir, "keyring.json"), "utf8")).toBe(was);
     expect(await opensWith(stateDir, [TEST_PASSPHRASE, A])).toEqual([TEST_PASSPHRASE]);
+    // its temporary file is left, holding the same keys under A
+    const temps = () => readdirSync(stateDir).filter((n) => n.endsWith(".tmp"));
+    expect(temps()).toEqual([
+      expect.stringMatching(new RegExp(`^keyring\\.json\\.${s.child.pid}\\.[0-9a-f]{12}\\.tmp$`)),
+    ]);
     const sessions = await runCli(["audit", "sessions"], { stateDir, env: passphraseEnv() });
     expect(sessions.code, sessions.stderr).toBe(0);
 
@@ -213,6 +219,8 @@ describe("portcullis passphrase killed inside its write, or run beside another r
     expect(again.code, again.stderr).toBe(0);
     expect(await opensWith(stateDir, [TEST_PASSPHRASE, A, B])).toEqual([B]);
     expect(keysOf(stateDir)).toEqual(keys);
+    // and removes what the killed one left (a dead process's temporary file)
+    expect(temps()).toEqual([]);
   });
 
   it("killed right after its rename: the new passphrase opens the keyring, the old one does not, same keys", async () => {
