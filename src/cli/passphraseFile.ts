@@ -76,9 +76,15 @@ export function passphraseFileSentence(
  * it (through a symbolic link, as opening it goes), then the same refusal the commands give.
  * Null when a command would take it (it may still be empty or far too large: only reading says).
  */
-export function passphraseFileFinding(file: string): { what: string; next: string } | null {
-  const shown = `${PASSPHRASE_FILE_ENV} (${safeText(file)})`;
-  const uses = "so every command that asks for the passphrase refuses it";
+export function passphraseFileFinding(
+  file: string,
+  env: string = PASSPHRASE_FILE_ENV,
+): { what: string; next: string } | null {
+  const shown = `${env} (${safeText(file)})`;
+  const uses =
+    env === PASSPHRASE_FILE_ENV
+      ? "so every command that asks for the passphrase refuses it"
+      : "so portcullis passphrase refuses it";
   let st: Stats;
   try {
     st = statSync(file);
@@ -86,18 +92,21 @@ export function passphraseFileFinding(file: string): { what: string; next: strin
     const code = (e as NodeJS.ErrnoException).code ?? "error";
     return {
       what: `${shown}: ${new SmallFileError({ code }, "a passphrase file").message}, ${uses}`,
-      next: `put the passphrase on the first line of a file of your own, made yours alone (chmod 600), and set ${PASSPHRASE_FILE_ENV} to it; or unset it, and type the passphrase`,
+      next: `put the passphrase on the first line of a file of your own, made yours alone (chmod 600), and set ${env} to it; or unset it, and type the passphrase`,
     };
   }
   if (!st.isFile() && !st.isFIFO())
     return {
       what: `${shown}: ${new SmallFileError(st.isDirectory() ? { code: "EISDIR" } : { special: true, pipes: true }, "a passphrase file").message}, ${uses}`,
-      next: `set ${PASSPHRASE_FILE_ENV} to a regular file of your own whose first line is the passphrase (chmod 600), or unset it`,
+      next: `set ${env} to a regular file of your own whose first line is the passphrase (chmod 600), or unset it`,
     };
   const refused = passphraseFileRefusal(file, st);
   if (refused === null) return null;
   return {
     what: `${shown}: ${refused.problem}, ${uses} (the passphrase opens the keyring: whoever reads it may approve in your name)`,
-    next: refused.kind === "mode" ? `chmod 600 ${shellWord(file)}` : refused.fix,
+    next:
+      refused.kind === "mode"
+        ? `chmod 600 ${shellWord(file)}`
+        : refused.fix.replaceAll(PASSPHRASE_FILE_ENV, env),
   };
 }

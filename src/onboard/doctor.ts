@@ -6,7 +6,11 @@ import Database from "better-sqlite3";
 import { processChain } from "../approval/chain.js";
 import { unaccountedHistory } from "../approval/chainHistory.js";
 import { firstOf, quotedName, safeText } from "../catalog/text.js";
-import { PASSPHRASE_FILE_ENV, passphraseFileFinding } from "../cli/passphraseFile.js";
+import {
+  NEW_PASSPHRASE_FILE_ENV,
+  PASSPHRASE_FILE_ENV,
+  passphraseFileFinding,
+} from "../cli/passphraseFile.js";
 import { ConfigError, findConfig, loadConfigFile } from "../config/config.js";
 import { readConsoleAddress } from "../console/address.js";
 import { listGateways } from "../gateway/registry.js";
@@ -104,9 +108,12 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
   const keyring = isDir && keyringFinding(path, findings);
   // the file the commands would read the passphrase from (only when set): refused by them when
   // another user's, or others may read or change it; said here before a command refuses it
-  const passphraseFile = process.env[PASSPHRASE_FILE_ENV];
-  const unusable = passphraseFile ? passphraseFileFinding(passphraseFile) : null;
-  if (unusable) findings.push({ ok: false, ...unusable });
+  // (and the one `portcullis passphrase` would read the new passphrase from, checked alike)
+  for (const env of [PASSPHRASE_FILE_ENV, NEW_PASSPHRASE_FILE_ENV]) {
+    const passphraseFile = process.env[env];
+    const unusable = passphraseFile ? passphraseFileFinding(passphraseFile, env) : null;
+    if (unusable) findings.push({ ok: false, ...unusable });
+  }
   const config = configFinding(cwd);
   if (config) findings.push(config);
 

@@ -112,4 +112,29 @@ describe("doctor and PORTCULLIS_PASSPHRASE_FILE", () => {
       ]);
     },
   );
+
+  it("PORTCULLIS_NEW_PASSPHRASE_FILE (portcullis passphrase's new one) of mode 644 is reported as portcullis passphrase refuses it", async () => {
+    const u = user();
+    withState(u);
+    const file = passFile(u, 0o644);
+    const env = { ...u.env, PORTCULLIS_NEW_PASSPHRASE_FILE: file };
+    const json = await runCli(["doctor", "--json"], { env, cwd: u.project });
+    expect(json.code).toBe(1);
+    const findings = (JSON.parse(json.stdout).findings as Finding[]).filter((f) =>
+      f.what.includes("PASSPHRASE_FILE"),
+    );
+    expect(findings).toEqual([
+      {
+        ok: false,
+        what: `PORTCULLIS_NEW_PASSPHRASE_FILE (${file}): other users may read or change it (mode 644), so portcullis passphrase refuses it (the passphrase opens the keyring: whoever reads it may approve in your name)`,
+        next: `chmod 600 ${file}`,
+      },
+    ]);
+    expectNoValue([json.stdout, json.stderr], [TEST_PASSPHRASE]);
+    chmodSync(file, 0o600);
+    const fixed = await runCli(["doctor", "--json"], { env, cwd: u.project });
+    expect(
+      (JSON.parse(fixed.stdout).findings as Finding[]).filter((f) => f.what.includes("PASSPHRASE_FILE")),
+    ).toEqual([]);
+  });
 });
