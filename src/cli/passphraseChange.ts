@@ -30,9 +30,8 @@ import {
 
 export const PASSPHRASE_COMMAND_HELP = `usage: portcullis passphrase [--json] [--state-dir DIR]
 
-Changes the keyring's passphrase (a command added to the command line after the first
-release; nothing else in it changed). Asks for the current passphrase, then the new one twice
-(at least ${MIN_PASSPHRASE_LENGTH} characters, and not the current one).
+Changes the keyring's passphrase (an addition to the command line). Asks for the current
+passphrase, then the new one twice (at least ${MIN_PASSPHRASE_LENGTH} characters, and not the current one).
 
 Only the wrapping of the keyring's data key changes: a key derived from the new passphrase,
 with a new random salt, seals the same data key. The data key, the audit key pair, the approver
@@ -59,7 +58,8 @@ ${NEW_PASSPHRASE_FILE_ENV}=<path> to a file whose first line is the new passphra
 checked as the passphrase file is (yours alone).
 
   --json   print what changed as JSON: the keyring's path, its key ids (the same as before),
-           whether an approver key was added, the audit record's seq (no passphrase, no key)
+           whether the keyring had no approver key and got one, the audit record's seq (null
+           when it could not be written); no passphrase, no key
 
 Exit codes: 0 changed, 1 the current passphrase is wrong (or the keyring's parts do not match,
 or its approver key is not the pinned one): nothing was changed, 2 usage or environment error
