@@ -297,8 +297,7 @@ export class SamePassphraseError extends KeyringError {
  * replaces keyring.json atomically (replaceFile). Only the data key's wrapping changes: the data
  * key, the audit and approver key pairs and what they seal stay as they are, so the audit chain,
  * the pin, grants, the vault's secrets and a running vault holder keep working. The scrypt cost is
- * init's (the test cost under PORTCULLIS_INSECURE_TEST_KDF=1, else the default), so an older,
- * cheaper keyring gets the current cost too.
+ * init's, or the keyring's own when that is higher (newCost).
  *
  * Under the lock every rewrite of keyring.json takes (addApproverKey's): the file is read and
  * opened with `current` again there, so two changes at once, or a change and an old keyring's
@@ -325,7 +324,7 @@ export async function changePassphrase(
       throw new KeyringError(`${path} has no approver key yet; it is added by the passphrase commands first`);
     }
     removeLeftTemps(path);
-    const params = process.env[INSECURE_TEST_KDF_ENV] === "1" ? TEST_SCRYPT : DEFAULT_SCRYPT;
+    const params = newCost(file.kdf);
     const salt = randomBytes(16);
     const kek = await deriveKek(next, salt, params);
     const kdf = { alg: "scrypt" as const, ...params, salt: salt.toString("base64url") };
@@ -337,6 +336,19 @@ export async function changePassphrase(
   } finally {
     lock();
   }
+}
+
+/**
+ * The scrypt cost of a changed passphrase's key: init's (the test cost under
+ * PORTCULLIS_INSECURE_TEST_KDF=1, else the default), so an older, cheaper keyring gets the current
+ * cost; but never lower than the keyring's own (one made by a later version with a higher default,
+ * or by hand), which a change must not weaken. Its parameters opened the keyring a moment ago (they
+ * are bound to the data key's wrapping), so they are within the bounds parseKeyring accepts.
+ */
+function newCost(was: ScryptParams): ScryptParams {
+  const chosen = process.env[INSECURE_TEST_KDF_ENV] === "1" ? TEST_SCRYPT : DEFAULT_SCRYPT;
+  const cost = (k: ScryptParams) => k.N * k.r * k.p;
+  return cost(was) > cost(chosen) ? { N: was.N, r: was.r, p: was.p } : chosen;
 }
 
 /**
