@@ -1,18 +1,10 @@
-// `portcullis passphrase` when the audit chain cannot be written at the moment of its record
-// (another process holds the store's write lock past the busy timeout: a database browser with an
-// unsaved edit): the change is made and stands (a record of a change not made would be false, and
-// undoing it could itself be cut short), exit 0, stderr says it is not recorded, `--json` has
-// `auditRecord: null`. Would catch: a command that said nothing (a change missing from the chain
-// unannounced), or one that reported failure over a keyring already changed (the user would take
-// the old passphrase for the current one). Real CLI, a real SQLite lock holder in another process.
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
-import { removeDir, tempDir } from "../helpers/files.js";
+import { removeDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { holdStoreLock } from "../helpers/lock.js";
-import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
+import { changeByCli } from "../helpers/passphraseChange.js";
+import { newStateDir, TEST_PASSPHRASE } from "../helpers/state.js";
 
 const NEW = "changed while the store was held";
 
@@ -26,16 +18,11 @@ describe("portcullis passphrase with the store's write lock held elsewhere", () 
   it("changes the passphrase, says the change is not recorded, exit 0", async () => {
     const stateDir = newStateDir();
     cleanup.push(() => removeDir(stateDir));
-    const dir = tempDir("portcullis-unrecorded-");
-    cleanup.push(() => removeDir(dir));
-    const file = join(dir, "new");
-    writeFileSync(file, `${NEW}\n`, { mode: 0o600 });
     const lock = await holdStoreLock(stateDir);
     cleanup.push(() => lock.release());
 
-    const r = await runCli(["passphrase", "--json"], {
-      stateDir,
-      env: { ...passphraseEnv(), PORTCULLIS_NEW_PASSPHRASE_FILE: file, PORTCULLIS_BUSY_TIMEOUT_MS: "200" },
+    const r = await changeByCli(stateDir, TEST_PASSPHRASE, NEW, ["--json"], {
+      PORTCULLIS_BUSY_TIMEOUT_MS: "200",
     });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(

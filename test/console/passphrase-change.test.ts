@@ -1,16 +1,7 @@
-// A console running while `portcullis passphrase` changes the keyring's passphrase: the console
-// caches no key derived from the passphrase (each proof opens keyring.json anew: src/console/proof.ts),
-// so the very next login with the old passphrase is refused, and the new one proves the human.
-// A proof held from before the change stays held until its window ends (the keys are the same;
-// docs/console.md says so). Would catch: a console that kept the key-encryption key, or the data
-// key's wrapping, from its first proof and went on taking the old passphrase. Real console process,
-// plain HTTP.
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { removeDir, tempDir } from "../helpers/files.js";
-import { runCli } from "../helpers/gateway.js";
-import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
+import { removeDir } from "../helpers/files.js";
+import { changeByCli } from "../helpers/passphraseChange.js";
+import { newStateDir, TEST_PASSPHRASE } from "../helpers/state.js";
 import { cookiePairs, httpLogin, raw, startConsoleProcess } from "./helpers.js";
 
 const NEW = "the console's new passphrase";
@@ -46,14 +37,7 @@ describe("the console across a passphrase change", () => {
     // proven once with the old passphrase, before the change
     await httpLogin(console_.url, TEST_PASSPHRASE);
 
-    const dir = tempDir("portcullis-console-newpass-");
-    cleanup.push(() => removeDir(dir));
-    const file = join(dir, "new");
-    writeFileSync(file, `${NEW}\n`, { mode: 0o600 });
-    const changed = await runCli(["passphrase"], {
-      stateDir,
-      env: { ...passphraseEnv(), PORTCULLIS_NEW_PASSPHRASE_FILE: file },
-    });
+    const changed = await changeByCli(stateDir, TEST_PASSPHRASE, NEW);
     expect(changed.code, changed.stderr).toBe(0);
 
     const old = await tryLogin(console_.url, TEST_PASSPHRASE);

@@ -11,9 +11,9 @@ import { join } from "node:path";
 import canonicalize from "canonicalize";
 import { afterEach, describe, expect, it } from "vitest";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
-import { removeDir, tempDir } from "../helpers/files.js";
-import { runCli } from "../helpers/gateway.js";
-import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
+import { removeDir } from "../helpers/files.js";
+import { changeByCli } from "../helpers/passphraseChange.js";
+import { newStateDir, TEST_PASSPHRASE } from "../helpers/state.js";
 
 const NEW = "a passphrase with a cost";
 
@@ -34,14 +34,7 @@ const kdfOf = (stateDir: string) =>
   (JSON.parse(readFileSync(join(stateDir, "keyring.json"), "utf8")) as { kdf: Kdf }).kdf;
 
 async function change(stateDir: string, env: Record<string, string>) {
-  const dir = tempDir("portcullis-cost-");
-  cleanup.push(() => removeDir(dir));
-  const file = join(dir, "new");
-  writeFileSync(file, `${NEW}\n`, { mode: 0o600 });
-  const r = await runCli(["passphrase"], {
-    stateDir,
-    env: { ...passphraseEnv(), PORTCULLIS_NEW_PASSPHRASE_FILE: file, ...env },
-  });
+  const r = await changeByCli(stateDir, TEST_PASSPHRASE, NEW, [], env);
   expect(r.code, r.stderr).toBe(0);
 }
 
