@@ -16,9 +16,10 @@ export interface LineScrubber {
   longestForm(): number;
   /**
    * `text` searched once; the function returned gives the first position at or after `at` where
-   * `text` can be cut without splitting what scrubText replaces
+   * `text` can be cut without splitting what scrubText replaces, nor (`pieces`) what scrubPieces
+   * after it replaces around a marker
    */
-  cutter(text: string): (at: number) => number;
+  cutter(text: string, pieces?: boolean): (at: number) => number;
   /** `text` with every stretch of PIECE characters or more of a value, as written, replaced */
   scrubPieces(text: string): string;
 }
@@ -110,7 +111,7 @@ export class StderrLines {
     const after = last ? 0 : keep; // what must follow a cut for it to be decided
     const enough = this.maxLine + keep + (!last && this.scrubber && keep > this.maxLine ? keep : 0);
     if (this.pending.length <= enough || (!last && this.pending.length < this.waitFor)) return;
-    const cutAt = this.scrubber?.cutter(this.pending) ?? null;
+    const cutAt = this.scrubber?.cutter(this.pending, true) ?? null;
     let from = 0;
     // strictly longer: something is always left after a cut, so a line never ends on a cut piece
     // (and a whole line's last piece is, as ever, up to the cap plus the longest form)

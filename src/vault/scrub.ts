@@ -205,8 +205,8 @@ export class ReleasedValues {
    * Exact only when `text` runs on for at least longestForm() - 1 characters past `at` (every
    * form across `at` then ends inside it).
    */
-  cutPoint(text: string, at: number): number {
-    return this.cutter(text)(at);
+  cutPoint(text: string, at: number, pieces = false): number {
+    return this.cutter(text, pieces)(at);
   }
 
   /**
@@ -214,21 +214,22 @@ export class ReleasedValues {
    * the function returned is answered from what was found (a binary search, then a walk past
    * split escapes). A caller cutting a long text into pieces pays one scan of it, not one per
    * piece: with a long value released, what a cut must keep back (longestForm) runs to millions
-   * of characters.
+   * of characters. `pieces`: the sides are scrubbed by scrubPieces after scrubText (a server's
+   * stderr), and a cut must not split what scrubPieces replaces around a marker either.
    */
-  cutter(text: string): (at: number) => number {
+  cutter(text: string, pieces = false): (at: number) => number {
     if (this.values.size === 0) return (at) => at;
     if (!text.includes("\\") && !this.mayHoldUnlisted(text)) {
       // the regex's matches, overlapping ones joined, and the markers already in the text (a cut
       // inside one would leave parts that scrubbing no longer knows for a marker): in order and
       // apart, so at most one is across a cut
-      const found = this.withMarkers(text, this.aroundMarkers(text, this.listedSpans(text)));
+      const found = this.withMarkers(text, this.replacedBy(text, pieces));
       return (at) => {
         const across = lastStartingBefore(found, at);
         return across && across.end > at ? across.end : at;
       };
     }
-    const spans = this.withMarkers(text, this.aroundMarkers(text, this.spansOf(text, [[0, text.length]])));
+    const spans = this.withMarkers(text, this.replacedBy(text, pieces));
     // the places where both readings of the escapes are between two characters
     const between = new Uint8Array(text.length + 1);
     for (const p of decodeAgain(decodeEscapes(text)).source) between[p] = 1;
@@ -242,6 +243,38 @@ export class ReleasedValues {
         else return cut;
       }
     };
+  }
+
+  /**
+   * The stretches of `text` that scrubText replaces, in order and apart: each occurrence (fitted
+   * to the markers already written), and then what its marker takes round after round (settled:
+   * `][[` for the value `][` is one marker, the second `[` with the first marker's `]` an
+   * occurrence again). A cut at the end of the first occurrence left that `[` to the piece after
+   * it, a part of the value shown that scrubbing the whole line took.
+   */
+  private replacedBy(text: string, pieces: boolean): Span[] {
+    const spans = this.aroundMarkers(text, this.textSpans(text));
+    if (!this.bracketed) return spans;
+    const once = this.settledSpans(text, spans, this.textSpans);
+    if (!pieces || once.placed.length === 0) return once.replaced;
+    // scrubPieces after it: a piece that runs into a marker scrubText wrote (`][[[[[[[` of the
+    // value `[][[[[[[[`, its `]` the marker's) is taken with the marker, and what that marker
+    // stands for grows by what the piece holds of the text; a piece of the text alone is the
+    // caller's to look for (the pieces of a value as written, src/supervisor/stderrLines.ts)
+    const written = once.out;
+    const more = this.settledSpans(
+      written,
+      this.aroundMarkers(written, this.indexedPieces(written)),
+      this.pieceSpans,
+    );
+    const grown = more.replaced
+      .filter((m) => once.placed.some((p) => p.start < m.end && m.start < p.end))
+      .map((m) => ({
+        start: sourceOf(once.placed, m.start, "start"),
+        end: sourceOf(once.placed, m.end, "end"),
+        scope: m.scope,
+      }));
+    return joined([...once.replaced, ...grown].sort((a, b) => a.start - b.start || b.end - a.end));
   }
 
   /** How many distinct values were released. */
@@ -284,12 +317,29 @@ export class ReleasedValues {
    * stretch of text.
    */
   private settled(text: string, spans: Span[], find: (t: string) => Span[]): string {
-    if (!this.bracketed) return replacedSpans(text, spans);
+    return this.settledSpans(text, spans, find).out;
+  }
+
+  /**
+   * settled, and (`replaced`) the stretches of `text` that its markers stand for, in order and
+   * apart: the spans given, each widened by what its marker then took round after round. A cut of
+   * `text` outside them splits nothing that scrubbing the whole replaces (cutter).
+   */
+  private settledSpans(
+    text: string,
+    spans: Span[],
+    find: (t: string) => Span[],
+  ): { out: string; replaced: Span[]; placed: Placed[] } {
+    if (!this.bracketed) return { out: replacedSpans(text, spans), replaced: spans, placed: [] };
     const { out, written } = replacedAt(text, spans, true);
-    if (written.length === 0) return out;
+    if (written.length === 0) return { out, replaced: spans, placed: [] };
     const settled = this.settledAround(out, written, find, SETTLE_WORK * text.length + SETTLE_SLACK);
-    tooLong(settled.length - text.length);
-    return settled;
+    tooLong(settled.text.length - text.length);
+    return {
+      out: settled.text,
+      replaced: settled.placed.map((p) => ({ start: p.from, end: p.to, scope: p.scope })),
+      placed: settled.placed,
+    };
   }
 
   /**
@@ -300,7 +350,12 @@ export class ReleasedValues {
    * stretch only, not the whole text again; past `budget` characters searched, scrubbing throws,
    * and its callers fail closed (src/util/log.ts), as past MAX_GROWTH.
    */
-  private settledAround(out: string, marks: Span[], find: (t: string) => Span[], budget: number): string {
+  private settledAround(
+    out: string,
+    marks: Placed[],
+    find: (t: string) => Span[],
+    budget: number,
+  ): { text: string; placed: Placed[] } {
     // as far as the longest form reaches from a marker written, and then as far as a whole marker:
     // an occurrence there may overlap one written before (by the text, or an earlier pass), which
     // aroundMarkers can widen it to only if the whole of it lies in the stretch
@@ -308,6 +363,10 @@ export class ReleasedValues {
       (out.includes("\\") ? this.longestForm() : this.longest) + this.longestMarker + SETTLE_MARGIN;
     // the text done with, from which a stretch takes back what comes before it
     const done = new TextTail();
+    // every marker written in the text done with and the stretch (which together are the start of
+    // the text scrubbed so far), where it lies there and what of `text` it stands for: so that
+    // what a marker takes in a round is known as a stretch of `text` too (settledSpans)
+    const placed: Placed[] = [];
     let at = 0; // out[0, at) is done, or in the stretch
     let k = 0; // the next of `marks` not yet in a stretch
     while (k < marks.length) {
@@ -329,6 +388,7 @@ export class ReleasedValues {
             stretch += out.slice(at, m.end);
             at = m.end;
             fresh.push({ start: m.start + shift, end: m.end + shift, scope: m.scope });
+            placed.push({ ...m, start: done.length + m.start + shift, end: done.length + m.end + shift });
             continue;
           }
           const to = Math.min(out.length, until);
@@ -360,12 +420,15 @@ export class ReleasedValues {
         found.sort((a, b) => a.start - b.start || b.end - a.end);
         const more = this.aroundMarkers(stretch, joined(found));
         if (more.length === 0) break;
-        ({ out: stretch, written: fresh } = replacedAt(stretch, more, true));
+        const round = replacedAt(stretch, more, true);
+        replacePlaced(placed, done.length, round.written);
+        stretch = round.out;
+        fresh = round.written;
       }
       done.push(stretch);
     }
     done.push(out.slice(at));
-    return done.text();
+    return { text: done.text(), placed };
   }
 
   /**
@@ -494,12 +557,14 @@ export class ReleasedValues {
     if (this.values.size === 0) return text;
     // the markers written here can form a form with the text beside them too, not only a piece:
     // the log scrubs with scrubText and then this, and scrubbed again it must come out the same
-    return this.settled(text, this.aroundMarkers(text, this.indexedPieces(text)), (t) =>
-      joined(
-        [...this.indexedPieces(t), ...this.textSpans(t)].sort((a, b) => a.start - b.start || b.end - a.end),
-      ),
-    );
+    return this.settled(text, this.aroundMarkers(text, this.indexedPieces(text)), this.pieceSpans);
   }
+
+  /** What scrubPieces replaces in a stretch as it settles: pieces, and forms (scrubText's). */
+  private readonly pieceSpans = (t: string): Span[] =>
+    joined(
+      [...this.indexedPieces(t), ...this.textSpans(t)].sort((a, b) => a.start - b.start || b.end - a.end),
+    );
 
   /**
    * scrubPieces' spans at MIN_FRAGMENT characters, in one pass over `text` whatever the number of
@@ -841,16 +906,82 @@ function startsAt(text: string, at: number, piece: string): boolean {
   return true;
 }
 
+/** A marker written in a text (start, end) and the stretch of the text scrubbed it stands for (from, to). */
+interface Placed extends Span {
+  from: number;
+  to: number;
+}
+
+/**
+ * Where position `p` of the text written so far (`placed`: the markers in it, in order) lies in
+ * the text scrubbed: a position inside a marker is where what it stands for starts (`side`
+ * "start") or ends ("end"); any other, as far past the marker before it as it is in the text.
+ */
+function sourceOf(placed: readonly Placed[], p: number, side: "start" | "end"): number {
+  let lo = 0;
+  let hi = placed.length; // placed[0..lo) start before p (or at it, for "start"), placed[hi..) do not
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const s = placed[mid]!.start;
+    if (s < p || (side === "start" && s === p)) lo = mid + 1;
+    else hi = mid;
+  }
+  const e = placed[lo - 1];
+  if (!e) return p;
+  if (p < e.end || (side === "end" && p === e.end)) return side === "start" ? e.from : e.to;
+  return e.to + (p - e.end);
+}
+
+/**
+ * `placed` (markers written in the text so far) after the stretch of it from `base` had the
+ * spans `written` stands for (its from, to: positions in the stretch) replaced by the markers
+ * `written` (positions in the new stretch): the markers those spans took are gone, each new one
+ * stands for what the stretch it replaced stood for, and the markers after them move by what was
+ * added before. One pass over the markers of the stretch, which are the last of `placed`.
+ */
+function replacePlaced(placed: Placed[], base: number, written: readonly Placed[]): void {
+  // what each span stands for, from where its start and its end stood
+  const sources = written.map((w) => [
+    sourceOf(placed, base + w.from, "start"),
+    sourceOf(placed, base + w.to, "end"),
+  ]);
+  // the markers ending in the stretch, or past its start (one the stretch starts inside)
+  let first = placed.length;
+  while (first > 0 && placed[first - 1]!.end > base) first--;
+  const tail = placed.splice(first);
+  let t = 0;
+  let growth = 0;
+  const moved = (e: Placed) => {
+    e.start += growth;
+    e.end += growth;
+    placed.push(e);
+  };
+  written.forEach((w, i) => {
+    for (; t < tail.length && tail[t]!.end - base <= w.from; t++) moved(tail[t]!);
+    // the markers the span took
+    while (t < tail.length && tail[t]!.start - base < w.to) t++;
+    placed.push({
+      start: base + w.start,
+      end: base + w.end,
+      scope: w.scope,
+      from: sources[i]![0]!,
+      to: sources[i]![1]!,
+    });
+    growth += w.end - w.start - (w.to - w.from);
+  });
+  for (; t < tail.length; t++) moved(tail[t]!);
+}
+
 /** `text` with each of `spans` (in order, apart) replaced by its scope's marker; throws past MAX_GROWTH. */
 function replacedSpans(text: string, spans: Span[]): string {
   return replacedAt(text, spans, false).out;
 }
 
 /** replacedSpans, and (`places`) where each marker it wrote lies in what it gives (in order, apart). */
-function replacedAt(text: string, spans: Span[], places: boolean): { out: string; written: Span[] } {
+function replacedAt(text: string, spans: Span[], places: boolean): { out: string; written: Placed[] } {
   if (spans.length === 0) return { out: text, written: [] };
   const out: string[] = [];
-  const written: Span[] = [];
+  const written: Placed[] = [];
   let from = 0;
   let growth = 0;
   let at = 0;
@@ -860,7 +991,7 @@ function replacedAt(text: string, spans: Span[], places: boolean): { out: string
     out.push(text.slice(from, s.start), marker);
     if (places) {
       at += s.start - from;
-      written.push({ start: at, end: at + marker.length, scope: s.scope });
+      written.push({ start: at, end: at + marker.length, scope: s.scope, from: s.start, to: s.end });
       at += marker.length;
     }
     from = s.end;
