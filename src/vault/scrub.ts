@@ -692,18 +692,27 @@ export class ReleasedValues {
     // a line whose escapes are all JSON.stringify's spells each form as the regex has it
     const odd = mayEscapeOddly(jsonLine);
     if (!re.test(jsonLine) && !odd && !this.mayHoldUnlisted(jsonLine)) return jsonLine;
-    const spans = this.aroundMarkers(
+    const found = this.aroundMarkers(
       jsonLine,
       this.spansOf(jsonLine, odd ? this.oddStretches(jsonLine) : []),
     );
-    if (spans.length === 0) return jsonLine;
-    const replaced = this.settled(jsonLine, spans, this.textSpans);
+    if (found.length === 0) return jsonLine;
     let original: unknown;
     try {
       original = JSON.parse(jsonLine);
     } catch {
-      return replaced; // not JSON: the gateway drops it, and logs it scrubbed
+      return this.settled(jsonLine, found, this.textSpans); // not JSON: the gateway drops it, and logs it scrubbed
     }
+    // A message's own key "id" (a value "i", "d" or "id" is in it) is the frame's, not the
+    // server's words: it says nothing of a value, and every message written again from its
+    // parsed form has it (serializeWithId). Replaced in place, the id it keys was lost, and the
+    // message written again kept the key as a member of its own, which the next scrubbing moved:
+    // scrubbed again, the message changed.
+    const keys = idKeys(jsonLine);
+    const spans =
+      keys.length === 0 ? found : found.filter((f) => !keys.some(([a, b]) => a <= f.start && f.end <= b));
+    if (spans.length === 0) return jsonLine;
+    const replaced = this.settled(jsonLine, spans, this.textSpans);
     // Too deep to walk value by value: the gateway drops it unread (src/util/jsonDepth.ts), and
     // only its scrubbed text can ever be shown.
     if (parsedNestsDeeperThan(jsonLine, original)) return replaced;
@@ -751,9 +760,16 @@ export class ReleasedValues {
    * top-level id kept when it is one (a string or a number: anything else routes nothing).
    */
   private scrubMessage(msg: unknown, base: unknown): unknown {
-    const out = this.scrubValue(base);
-    if (isObject(msg) && isObject(out) && isId(msg.id)) out.id = msg.id;
-    return out;
+    if (!isObject(msg) || !isObject(base) || !isId(msg.id)) return this.scrubValue(base);
+    // the key "id" is the frame's, written again as it is (serializeWithId): scrubbed as a key
+    // too (a value "i" makes it "[redacted:s]d"), it added a member that the next scrubbing put
+    // elsewhere, so that scrubbed text scrubbed again changed
+    // (and in its place: a batch's elements are written as JSON.stringify orders them)
+    return Object.fromEntries(
+      Object.entries(base).map(([k, x]) =>
+        k === "id" ? [k, msg.id] : [this.scrubText(k), this.scrubValue(x)],
+      ),
+    );
   }
 
   /** `v` with every string in it (keys too) scrubbed as text. */
@@ -1140,6 +1156,33 @@ function quotedInNumbers(line: string, spans: Span[]): string | null {
   tooLong(growth);
   out.push(line.slice(from));
   return any ? out.join("") : null;
+}
+
+/**
+ * Where the key "id" of a message is written in `line` (JSON text): of the object, or of each
+ * object of a batch; as [start, end) of the key's string, quotes included.
+ */
+function idKeys(line: string): [number, number][] {
+  const out: [number, number][] = [];
+  // the containers open at each place: "{" expecting a key, "}" expecting a value, "["
+  const open: string[] = [];
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (c === '"') {
+      const start = i;
+      for (i++; i < line.length && line[i] !== '"'; i++) if (line[i] === "\\") i++;
+      if (open.at(-1) !== "{") continue; // a string, not a key
+      open[open.length - 1] = "}";
+      const ofMessage = open.length === 1 || (open.length === 2 && open[0] === "[");
+      const key = line.slice(start, i + 1);
+      // a key may spell "id" with escapes ("\u0069d")
+      if (ofMessage && (key === '"id"' || (key.includes("\\") && JSON.parse(key) === "id")))
+        out.push([start, i + 1]);
+    } else if (c === "{" || c === "[") open.push(c);
+    else if (c === "}" || c === "]") open.pop();
+    else if (c === "," && open.at(-1) === "}") open[open.length - 1] = "{";
+  }
+  return out;
 }
 
 /** The last of `spans` (in order, apart) that starts before `at`, if any. */

@@ -130,15 +130,16 @@ describe("scrubbing is idempotent, for values that run into markers too", () => 
       fc.property(case_, ([values, pieces]) => {
         const released = releasedOf(values);
         const t = textOf(values, pieces as Piece[]);
-        // values the message's own keys do not hold (a value in the key "id" moves it: the id is
-        // written again last, a limit of its own)
+        // values in the message's own frame too (its key "id", "jsonrpc", JSON's syntax):
+        // test/vault/scrub-line-idempotent.property.test.ts looks for those in any message
         const frame = (x: string) => JSON.stringify({ jsonrpc: "2.0", id: 1, result: { text: x } });
-        fc.pre(released.scrubLine(frame("")) === frame(""));
         const line = frame(t);
         const once = released.scrubLine(line);
         expect(released.scrubLine(once), JSON.stringify([values, t])).toBe(once);
-        // every string of it, keys too (JSON's own syntax, `:` say, is no value's to take out)
-        for (const str of stringsOf(JSON.parse(once))) {
+        // every string of it, keys too (JSON's own syntax, `:` say, is no value's to take out),
+        // but its id and the key "id": the frame's, kept as written (docs/security.md)
+        const { id: _id, ...members } = JSON.parse(once);
+        for (const str of stringsOf(members)) {
           const marks = markerRanges(
             str,
             values.map(([, s]) => s),
