@@ -343,6 +343,27 @@ export class ReleasedValues {
   }
 
   /**
+   * How far around a marker written in `out` an occurrence that runs into it can reach, in
+   * characters of `out`. Without an escape, the longest form. With escapes a form is spelled
+   * longer, up to SPELLING_STRETCH characters for each of its own (longestForm), but only by as
+   * much as the escapes take: each backslash of the text makes what it spells at most
+   * ESCAPE_SHRINK characters shorter than as written (5 as it is read, `\uXXXX` for one
+   * character, and 5 more as the result is read again). So the longest form, with a character's
+   * spelling more (an escape cut at the stretch's start), and ESCAPE_SHRINK for each backslash in
+   * the text reach as far, and text with few escapes (one `\n` in a line) is settled over
+   * stretches as narrow as text without; only text dense with them gets longestForm's.
+   */
+  private settleReach(out: string): number {
+    if (!out.includes("\\")) return this.longest;
+    const wide = this.longestForm();
+    const base = this.longest + SPELLING_STRETCH;
+    let backslashes = 0;
+    for (let at = out.indexOf("\\"); at !== -1; at = out.indexOf("\\", at + 1))
+      if (base + ESCAPE_SHRINK * ++backslashes >= wide) return wide;
+    return base + ESCAPE_SHRINK * backslashes;
+  }
+
+  /**
    * `out` with the occurrences that run into `marks` (the markers just written in it, in order,
    * apart) taken with them, round after round, each round over a stretch of `out` alone: from the
    * longest form's reach before the markers written last to its reach after them. Text built to
@@ -359,8 +380,7 @@ export class ReleasedValues {
     // as far as the longest form reaches from a marker written, and then as far as a whole marker:
     // an occurrence there may overlap one written before (by the text, or an earlier pass), which
     // aroundMarkers can widen it to only if the whole of it lies in the stretch
-    const reach =
-      (out.includes("\\") ? this.longestForm() : this.longest) + this.longestMarker + SETTLE_MARGIN;
+    const reach = this.settleReach(out) + this.longestMarker + SETTLE_MARGIN;
     // the text done with, from which a stretch takes back what comes before it
     const done = new TextTail();
     // every marker written in the text done with and the stretch (which together are the start of
@@ -1024,6 +1044,11 @@ function replacedAt(text: string, spans: Span[], places: boolean): { out: string
  */
 const SETTLE_WORK = 64;
 const SETTLE_SLACK = 1 << 20;
+/**
+ * The most characters one backslash of a text can make what it spells shorter than the text:
+ * `\uXXXX` is one character (5 fewer), and read again, a backslash it spells starts another.
+ */
+const ESCAPE_SHRINK = 10;
 /** Characters past the longest form a stretch of settledAround reaches: an escape cut at its start reads otherwise. */
 const SETTLE_MARGIN = 8;
 

@@ -202,8 +202,9 @@ describe("scrubbing is idempotent, for values that run into markers too", () => 
         expect(released.scrubText(t)).toBe("[redacted:s]!");
       };
     }, 5000);
-    // with an escape in the text a form can be spelled 36 times longer, and so is each stretch:
-    // 200,000 rounds of it are not run, and the text is not shown
+    // with an escape in the text a form can be spelled longer, and each stretch is wider by what
+    // the escapes can add (src/vault/scrub.ts, settleReach): 200,000 rounds of it are not run,
+    // and the text is not shown
     const scrub = (t: string) => released.scrubText(t);
     expect(scrubbedOr(scrub, `s]${"x".repeat(200_000)}\\n`)).toBe(NOT_SCRUBBED);
   });
