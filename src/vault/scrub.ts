@@ -6,7 +6,8 @@
  * logs), and every form of every released value is replaced by `[redacted:<scope>]`.
  *
  * Forms of a value V, each also as it appears inside a JSON string, once or twice (JSON text in a
- * JSON string), as the common encoders escape it (jsonEscapes):
+ * JSON string), as the common encoders escape it (jsonEscapes), and three times as JSON.stringify
+ * writes it (JSON text in a string of JSON text in a JSON string):
  *   - V itself;
  *   - base64 of V, standard and URL-safe, padded and unpadded;
  *   - the base64 characters that V alone determines when V sits inside longer data, at each of
@@ -1292,8 +1293,14 @@ function listedForms(value: string): string[] {
     // whose text is JSON): escaped once and twice
     for (const once of jsonEscapes(f)) {
       out.add(once);
-      out.add(JSON.stringify(once).slice(1, -1));
+      out.add(stringified(once));
     }
+    // and three times, as JSON.stringify writes each level (a tool result whose JSON has a field
+    // of JSON text: an API's answer that carries a JSON document as a string): only a value with
+    // a character JSON.stringify escapes (`"`, `\`, a control) is written otherwise there, each
+    // level doubling its backslashes
+    const twice = stringified(stringified(f));
+    if (twice !== f) out.add(stringified(twice));
   }
   out.delete("");
   return [...out];
@@ -1320,6 +1327,11 @@ function jsonEscapes(s: string): string[] {
     }
   }
   return [...out];
+}
+
+/** `s` as JSON.stringify writes it inside a JSON string (without the quotes). */
+function stringified(s: string): string {
+  return JSON.stringify(s).slice(1, -1);
 }
 
 function urlSafe(b64: string): string {
