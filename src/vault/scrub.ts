@@ -729,7 +729,9 @@ export class ReleasedValues {
     // parsed form has it (serializeWithId). Replaced in place, the id it keys was lost, and the
     // message written again kept the key as a member of its own, which the next scrubbing moved:
     // scrubbed again, the message changed.
-    const keys = idKeys(jsonLine);
+    // (only a short occurrence can lie inside a key of at most `"\u0069\u0064"`'s 14 characters:
+    // a line is not read for its keys otherwise)
+    const keys = found.some((f) => f.end - f.start <= ID_KEY_LONGEST) ? idKeys(jsonLine) : [];
     const spans =
       keys.length === 0 ? found : found.filter((f) => !keys.some(([a, b]) => a <= f.start && f.end <= b));
     if (spans.length === 0) return jsonLine;
@@ -1183,6 +1185,9 @@ function quotedInNumbers(line: string, spans: Span[]): string | null {
   out.push(line.slice(from));
   return any ? out.join("") : null;
 }
+
+/** The longest a message's key "id" is written: `"\u0069\u0064"`, quotes included. */
+const ID_KEY_LONGEST = 14;
 
 /**
  * Where the key "id" of a message is written in `line` (JSON text): of the object, or of each
