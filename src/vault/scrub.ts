@@ -268,13 +268,18 @@ export class ReleasedValues {
       this.aroundMarkers(written, this.indexedPieces(written)),
       this.pieceSpans,
     );
-    const grown = more.replaced
-      .filter((m) => once.placed.some((p) => p.start < m.end && m.start < p.end))
-      .map((m) => ({
-        start: sourceOf(once.placed, m.start, "start"),
-        end: sourceOf(once.placed, m.end, "end"),
-        scope: m.scope,
-      }));
+    // those that take some of a marker (both in order: one pass over the two)
+    const grown: Span[] = [];
+    let p = 0;
+    for (const m of more.replaced) {
+      while (p < once.placed.length && once.placed[p]!.end <= m.start) p++;
+      if (p < once.placed.length && once.placed[p]!.start < m.end)
+        grown.push({
+          start: sourceOf(once.placed, m.start, "start"),
+          end: sourceOf(once.placed, m.end, "end"),
+          scope: m.scope,
+        });
+    }
     return joined([...once.replaced, ...grown].sort((a, b) => a.start - b.start || b.end - a.end));
   }
 
