@@ -30,6 +30,9 @@ const COMMANDS = new Set([
   "help",
 ]);
 
+/** The options that stand for a command (`portcullis --help run` is `portcullis help run`). */
+const COMMAND_FLAGS = new Set(["--help", "-h"]);
+
 /** Longest "command subcommand" a sentence starts with ("catalog diff"). */
 const LONGEST = 24;
 
@@ -41,8 +44,9 @@ export function failureLine(sentence: string): string {
   const named =
     words.length >= 1 &&
     words.length <= 2 &&
-    COMMANDS.has(words[0]!) &&
+    (COMMANDS.has(words[0]!) || (words.length === 1 && COMMAND_FLAGS.has(words[0]!))) &&
     words.every((w, i) => {
+      if (i === 0 && COMMAND_FLAGS.has(w)) return true;
       const flag = i === 1 && w.startsWith("--");
       const name = flag ? w.slice(2) : w;
       return name.length > 0 && [...name].every((c) => (c >= "a" && c <= "z") || (flag && c === "-"));

@@ -208,12 +208,13 @@ export async function main(argv: string[]): Promise<number> {
   // whole list printed with exit 0
   if ((name === "help" || name === "--help" || name === "-h") && rest.length > 0) {
     const [topic, ...more] = rest;
-    if (more.length > 0) throw new UsageError("help: give one command (portcullis help COMMAND).");
+    // named as typed: `portcullis --help a b` is refused as `--help`, not as a `help` not typed
+    if (more.length > 0) throw new UsageError(`${name}: give one command (portcullis ${name} COMMAND).`);
     // the help of help (`help --help`, `help -h`, `help help`) is the command list
     if (topic === "--help" || topic === "-h" || topic === "help") return main(["--help"]);
     if (!Object.hasOwn(commands, topic!) || topic!.startsWith("__"))
       throw new UsageError(
-        `help: unknown command ${shownWord(topic!)}; run 'portcullis --help' for the list.`,
+        `${name}: unknown command ${shownWord(topic!)}; run 'portcullis --help' for the list.`,
       );
     return main([topic!, "--help"]);
   }

@@ -40,10 +40,16 @@ describe("words a fresh user typed", () => {
       expect(r.stdout, `${flag} lock`).toMatch(/^usage: portcullis lock /);
       const run = await runCli([flag, "run"]);
       expect(run.stdout, `${flag} run`).toMatch(/^usage: portcullis run /);
-      // a word too many is refused as 'help a b' refuses it
+      // a word too many is refused as 'help a b' refuses it, named as the user typed it
+      // (it said 'portcullis help:', a command not typed)
       const two = await runCli([flag, "lock", "unlock"]);
       expect(two.code).toBe(2);
-      expect(two.stderr).toBe("portcullis help: give one command (portcullis help COMMAND).\n");
+      expect(two.stderr).toBe(`portcullis ${flag}: give one command (portcullis ${flag} COMMAND).\n`);
+      const unknown = await runCli([flag, "lsit"]);
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toBe(
+        `portcullis ${flag}: unknown command "lsit"; run 'portcullis --help' for the list.\n`,
+      );
     }
   });
 
