@@ -19,6 +19,7 @@ import { decisionEvent } from "./decisionRecord.js";
 import type { Grant, GrantRecord } from "./grants.js";
 import { getGrant, grantsWritten } from "./grants.js";
 import { argumentsPartlyHidden, partlyHiddenReason } from "./hiddenArguments.js";
+import { approvalNotHonouredBy } from "./olderGateway.js";
 import { passkeyCounterUsed } from "./passkeyRows.js";
 import { perCallOnlyReason } from "./perCallOnly.js";
 import { getRun } from "./runs.js";
@@ -563,6 +564,10 @@ export function decidableRequest(db: Store, id: string, decision: Decision): App
       "not-pending",
     );
   }
+  // an approval its gateway (an older portcullis's, running since before an upgrade) would find
+  // unverifiable, and not honour: said, and not made (olderGateway.ts)
+  const notHonoured = decision.approve ? approvalNotHonouredBy(db, run, id) : null;
+  if (notHonoured) throw new DecisionError(notHonoured, "not-allowed");
   if (req.unreadable !== undefined) {
     throw new DecisionError(
       `approval request ${id} cannot be decided: its row cannot be read (${req.unreadable}), since something rewrote it in the store; nothing was decided, and it expires at ${req.expiresAt}`,

@@ -48,6 +48,8 @@ export interface Run {
  */
 export interface RunRow extends Omit<Run, "chain"> {
   gatewayPid: number;
+  /** the gateway process's start time as the run recorded it (null: not read then) */
+  gatewayPidStart: string | null;
   endedAt: string | null;
   /**
    * The gateway that serves the run may still be waiting on it: the run has not ended and its
@@ -305,6 +307,7 @@ function toRunRow(r: RunDbRow): RunRow {
     chainDigest: r.chain_digest,
     startedAt: r.started_at,
     gatewayPid: r.gateway_pid,
+    gatewayPidStart: r.gateway_pid_start,
     endedAt: r.ended_at,
     gatewayAlive: r.ended_at === null && gateway !== "gone",
     gateway,

@@ -4,6 +4,7 @@ import { abandonedRequests, expireAbandoned } from "../approval/abandoned.js";
 import { reviewDigest } from "../approval/decision.js";
 import { activeGrants, GrantError, getGrant, publicGrant, revokeGrant } from "../approval/grants.js";
 import { argumentsPartlyHidden, partlyHiddenReason } from "../approval/hiddenArguments.js";
+import { approvalNotHonouredBy } from "../approval/olderGateway.js";
 import { perCallOnlyReason } from "../approval/perCallOnly.js";
 import { ApproverKeyMismatchError, pinnedSigner } from "../approval/pin.js";
 import { argumentsNotShownWhole, renderGrant, renderReview, renderReviewCard } from "../approval/render.js";
@@ -429,6 +430,10 @@ function pendingOrFail(db: Store, name: string, id: string) {
   }
   // before its review is printed (it cannot be) or the passphrase asked
   refuseUnreadable(req);
+  // an approval its gateway (an older portcullis's, since before an upgrade) would not honour:
+  // before the review and the passphrase too
+  const notHonoured = name === "approval" ? approvalNotHonouredBy(db, run, id) : null;
+  if (notHonoured) throw new DecisionError(notHonoured, "not-allowed");
   return req;
 }
 
@@ -462,6 +467,10 @@ async function decideNext(
   // before the review (a script would get a review on stdout for a command that failed)
   if (choice === "session" && req.mode === "per-call")
     throw new UsageError(`approve --next: ${PER_CALL_ONLY(req)}`);
+  // an approval its gateway would not honour (olderGateway.ts): before the review, as above
+  const run = choice && choice !== "deny" ? getRun(db, req.agentRun) : null;
+  const notHonoured = run ? approvalNotHonouredBy(db, run, req.request) : null;
+  if (notHonoured) throw new DecisionError(notHonoured, "not-allowed");
   // the choice is asked on the terminal when none was given, and the passphrase too without a file
   // which request, and why that one: the oldest a call waits on is not always the oldest listed
   const verb = choice === "deny" ? "deny" : "approve";

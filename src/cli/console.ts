@@ -14,6 +14,7 @@ import {
   readConsoleConfig,
 } from "../console/config.js";
 import { openBrowser, takeConsoleLock, waitForConsole } from "../console/launch.js";
+import { olderConsole } from "../console/olderConsole.js";
 import { LoopbackPortsBusy, startConsole } from "../console/server.js";
 import { KeyringMissingError, keyringExists } from "../keyring/keyring.js";
 import { existingStateDir, quotedCommand } from "../store/stateDir.js";
@@ -123,6 +124,9 @@ export async function consoleCommand(args: string[]): Promise<number> {
   const existing = readConsoleAddress(stateDir);
   if (existing) {
     show(existing, true);
+    // one an older portcullis started, running since before an upgrade: said, with what to do
+    const older = olderConsole(stateDir, existing);
+    if (older) process.stderr.write(`portcullis ${older}\n`);
     return EXIT_OK;
   }
   const release = takeConsoleLock(stateDir);

@@ -2,6 +2,7 @@ import { displayJson, safeText } from "../catalog/text.js";
 import { epochBegan, type GatewayRow, listGateways } from "../gateway/registry.js";
 import { type ExecutionRecord, processStartTime, writtenServerInfo } from "../identity/index.js";
 import { openStoreToRead } from "../store/db.js";
+import { KNOWN_SCHEMA_VERSION, portcullisVersion } from "../store/schemaVersion.js";
 import { existingStateDir } from "../store/stateDir.js";
 import { type ListenInfo, readListenInfos, readTokenFile } from "../transport/httpInfo.js";
 import { printableJson } from "../util/printableJson.js";
@@ -114,6 +115,11 @@ export function renderGateway(g: StatusRow): string {
     }
     w(`  identity   ${t(r.identityDigest)}`);
   }
+  // still running from before an upgrade: it goes on as its version did until restarted
+  if (g.running && g.schemaVersion !== null && g.schemaVersion < KNOWN_SCHEMA_VERSION)
+    w(
+      `  version    started by an older portcullis (store schema version ${t(g.schemaVersion)}; this one, ${t(portcullisVersion())}, knows ${KNOWN_SCHEMA_VERSION}): restart it to run this one (restart the MCP client that started it)`,
+    );
   if (g.unreadable)
     w(`  unreadable ${t(g.unreadable)}: something rewrote its row in the store; nothing is shown of it`);
   if (g.heldInEnvironment) {

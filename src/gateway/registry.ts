@@ -9,6 +9,7 @@ import {
   recordedPlace,
 } from "../identity/proc.js";
 import { isBusy, type Store, waitingOnce, writeRefused } from "../store/db.js";
+import { schemaVersionAt } from "../store/schemaVersion.js";
 import { storeAdvice } from "../store/storeAdvice.js";
 import {
   AN_OBJECT,
@@ -78,6 +79,12 @@ export interface GatewayRow {
    * never recorded, or could not be read by it, or this process cannot read its own). Null otherwise.
    */
   unseen: "another PID namespace" | "cannot tell" | null;
+  /**
+   * The store's schema version when the gateway registered, which is the one the portcullis that
+   * started it knows (store/schemaVersion.ts): below this portcullis's, a gateway started by an
+   * older one, still running after an upgrade. null when no migration predates its row.
+   */
+  schemaVersion: number | null;
 }
 
 const MAX_STATUS_LINES = 50;
@@ -398,6 +405,7 @@ export function listGateways(db: Store, opts: { all?: boolean } = {}): GatewayRo
       status: stored.filter((s) => !s.paused).map((s) => ({ at: s.at, line: redactText(s.line) })),
       endedAt: (r.ended_at as string | null) ?? null,
       running,
+      schemaVersion: schemaVersionAt(db, r.started_at as string),
       liveness,
       unseen:
         liveness !== "unknown"

@@ -15,6 +15,8 @@ import { envMs } from "../util/envMs.js";
 import { fileProblem } from "../util/errno.js";
 import type { Logger } from "../util/log.js";
 import { migrations } from "./migrations.js";
+import { warnOlderProcesses } from "./olderProcesses.js";
+import { KNOWN_SCHEMA_VERSION, portcullisVersion } from "./schemaVersion.js";
 import { requireInitialized, STORE_FILE } from "./stateDir.js";
 import { storeAdvice } from "./storeAdvice.js";
 import { type StoreCause, StoreError } from "./storeError.js";
@@ -61,10 +63,15 @@ export function openStore(stateDir: string, file = STORE_FILE): Store {
   } catch (e) {
     throw storeError(path, e);
   }
+  // the schema version it was at, before this opening brought it up to this portcullis's
+  let before = 0;
+  let applied = 0;
   try {
     db.pragma(`busy_timeout = ${busyTimeoutMs()}`);
     // before anything is written to it (the switch to WAL included)
-    retryBusy(() => checkSchema(db, path));
+    retryBusy(() => {
+      before = checkSchema(db, path);
+    });
     retryBusy(() => {
       const mode = db.pragma("journal_mode = WAL", { simple: true });
       if (String(mode).toLowerCase() !== "wal") throw busy(`journal_mode is ${String(mode)}`);
@@ -72,11 +79,19 @@ export function openStore(stateDir: string, file = STORE_FILE): Store {
     db.pragma("synchronous = FULL");
     db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
     db.pragma("foreign_keys = ON");
-    retryBusy(() => migrate(db));
+    retryBusy(() => {
+      applied = migrate(db);
+    });
     probeWritable(db);
   } catch (e) {
     db.close();
     throw storeError(path, e);
+  }
+  // brought up from an older portcullis's schema: what that portcullis still runs on it is said
+  // (by this process: one that raced it there says nothing)
+  if (before > 0 && applied > 0) {
+    upgradedHere.add(db);
+    warnOlderProcesses(db, path, before);
   }
   for (const side of ["-wal", "-shm"]) if (existsSync(path + side)) chmodQuiet(path + side);
   // The files as this connection opened them, before anything else can run: whoever writes
@@ -84,6 +99,17 @@ export function openStore(stateDir: string, file = STORE_FILE): Store {
   StoreFiles.of(db);
   lastOpened = path;
   return db;
+}
+
+/** The connections whose opening brought an older portcullis's store up to this one's schema. */
+const upgradedHere = new WeakSet<Store>();
+
+/**
+ * Whether opening `db` brought the store up from an older portcullis's schema (and said so, with
+ * the processes of that portcullis still running on it: olderProcesses.ts).
+ */
+export function upgradedOnOpen(db: Store): boolean {
+  return upgradedHere.has(db);
 }
 
 /**
@@ -701,7 +727,7 @@ function sleepMs(ms: number): void {
 }
 
 /** The highest schema version this portcullis knows. */
-const KNOWN_VERSION = Math.max(...migrations.map((m) => m.version));
+const KNOWN_VERSION = KNOWN_SCHEMA_VERSION;
 
 /**
  * Refuses a database that is not a portcullis store (tables, but no schema_migrations: another
@@ -709,11 +735,11 @@ const KNOWN_VERSION = Math.max(...migrations.map((m) => m.version));
  * knows (a later version may have changed what a column means: reading it could misreport,
  * writing it could corrupt it).
  */
-function checkSchema(db: Store, path: string): void {
+function checkSchema(db: Store, path: string): number {
   const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all() as {
     name: string;
   }[];
-  if (tables.length === 0) return; // a new store
+  if (tables.length === 0) return 0; // a new store
   if (!tables.some((t) => t.name === "schema_migrations"))
     throw new StoreError(
       path,
@@ -725,13 +751,17 @@ function checkSchema(db: Store, path: string): void {
   if (newest > KNOWN_VERSION)
     throw new StoreError(
       path,
-      `was written by a newer portcullis (schema version ${newest}; this one knows up to ${KNOWN_VERSION}): ` +
-        "use that version, or a newer one, with it.",
+      // both versions, and this one's own: the user has two on this machine, and must tell which
+      // one each shell and each MCP client's server entry runs
+      `was written by a newer portcullis (schema version ${newest}; this one, portcullis ${portcullisVersion()}, knows up to ${KNOWN_VERSION}), ` +
+        "and is neither read nor written by this one.",
       "newer-schema",
     );
+  return newest;
 }
 
-function migrate(db: Store): void {
+/** Applies the migrations `db` lacks; how many this call applied. */
+function migrate(db: Store): number {
   db.exec(
     "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
   );
@@ -740,6 +770,7 @@ function migrate(db: Store): void {
       (r) => r.version,
     ),
   );
+  let count = 0;
   for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
     if (applied.has(m.version)) continue;
     // IMMEDIATE takes the write lock first, so two processes starting at once
@@ -752,8 +783,10 @@ function migrate(db: Store): void {
         m.version,
         new Date().toISOString(),
       );
+      count++;
     }).immediate();
   }
+  return count;
 }
 
 /**

@@ -16,7 +16,7 @@ export function storeAdvice(e: StoreError): string {
   const d = shellWord(dir);
   switch (e.reason) {
     case "newer-schema":
-      return "use the portcullis that wrote it (this one does not read it: it could misread or damage it)";
+      return "run the newer portcullis, the one that upgraded it, for every command on this state directory, and point each MCP client's server entry at it (a gateway this older one started refuses the store once restarted); this one could misread or damage it";
     case "older-schema":
       return `run any portcullis command once as a user who may write it (its owner: ls -l ${f} shows who): it is brought up to date then`;
     case "permissions":

@@ -240,6 +240,7 @@ describe("the renderers, whatever the text", () => {
           running: true,
           liveness: "alive",
           unseen: null,
+          schemaVersion: null,
           heldInEnvironment: null,
         };
         const out = renderGateway(row);

@@ -162,7 +162,7 @@ describe("doctor on a store that cannot be used", () => {
     expect(storeFinding((await doctorOf(newer)).findings)).toMatchObject({
       ok: false,
       cause: "newer-schema",
-      next: "use the portcullis that wrote it (this one does not read it: it could misread or damage it)",
+      next: "run the newer portcullis, the one that upgraded it, for every command on this state directory, and point each MCP client's server entry at it (a gateway this older one started refuses the store once restarted); this one could misread or damage it",
     });
     for (const d of [garbage, other, newer]) removeDir(d);
   });

@@ -1,0 +1,65 @@
+/**
+ * What an upgrade leaves running. When a command of this portcullis brings a store up from an
+ * older schema, the gateways and the console that opened it before were started by the older
+ * portcullis (opening brings a store up to what the opener knows, so anything already running on
+ * an older schema is older), and they go on with the code they loaded: additive migrations keep
+ * their statements working, but they do not do what this version does (a gateway too old to
+ * verify this version's signed decisions does not honour them: approve and deny refuse those,
+ * src/approval/olderGateway.ts). The user is told which processes, and to restart them.
+ */
+import { dirname } from "node:path";
+import type Database from "better-sqlite3";
+import { readConsoleAddress } from "../console/address.js";
+import { processLiveness } from "../identity/procLiveness.js";
+import { KNOWN_SCHEMA_VERSION, portcullisVersion } from "./schemaVersion.js";
+
+export interface OlderProcess {
+  /** `gateway "LABEL"` or `the console` */
+  what: string;
+  pid: number;
+}
+
+/** The gateways (provably running, in this PID namespace) and the console running on `db` now. */
+export function runningProcesses(db: Database.Database, stateDir: string): OlderProcess[] {
+  const rows = db
+    .prepare("SELECT * FROM gateways WHERE ended_at IS NULL ORDER BY started_at")
+    .all() as Record<string, unknown>[];
+  const out: OlderProcess[] = [];
+  for (const r of rows) {
+    const liveness = processLiveness({
+      pid: r.pid as number,
+      start: (r.pid_start as string | null) ?? null,
+      pidNs: (r.pid_ns as string | null) ?? null,
+      boot: (r.boot as string | null) ?? null,
+    });
+    if (liveness === "alive")
+      out.push({ what: `gateway ${JSON.stringify(r.server_label)}`, pid: r.pid as number });
+  }
+  const console = readConsoleAddress(stateDir);
+  if (console) out.push({ what: "the console", pid: console.pid });
+  return out;
+}
+
+/**
+ * Says on stderr, once, which processes of the older portcullis still run on the store this one
+ * just brought up from schema version `from`, and what to do. Nothing when none runs. Never
+ * fails the command: the sentence is advice, the store is already up to date.
+ */
+export function warnOlderProcesses(db: Database.Database, path: string, from: number): void {
+  let older: OlderProcess[];
+  try {
+    older = runningProcesses(db, dirname(path));
+  } catch {
+    return;
+  }
+  if (older.length === 0) return;
+  const listed = older.map((p) => `${p.what} (pid ${p.pid})`).join(", ");
+  const pids = older.map((p) => p.pid).join(" ");
+  process.stderr.write(
+    `portcullis: warning: this portcullis (${portcullisVersion()}) brought the store ${path} from schema version ${from} to ${KNOWN_SCHEMA_VERSION}, ` +
+      `while processes the older portcullis started still run on it: ${listed}. They go on as that version did until they are restarted ` +
+      `(approve says when a gateway is too old to honour this version's approvals); restart each to run this one: ` +
+      `restart the MCP client (or its server) that started each gateway, or end them (kill ${pids}), ` +
+      `and run 'portcullis console' again for the console. Older portcullis commands refuse this store from now on.\n`,
+  );
+}
