@@ -516,7 +516,7 @@ async function decrypting(
     // `vault rm` says a name it does not hold): the count of records is no secret.
     if (sub === "show" && opts.seq !== undefined) {
       const { n } = db.prepare("SELECT count(*) AS n FROM audit_records").get() as { n: number };
-      if (opts.seq > n) throw new UsageError(`there is no record ${opts.seq} (the log has ${n})`);
+      if (opts.seq > n) throw new UsageError(`show: there is no record ${opts.seq} (the log has ${n})`);
     }
     const passphrase = await readPassphrase("Passphrase: ");
     const unlocked = await unlockKeyring(stateDir, passphrase);
@@ -551,7 +551,7 @@ async function decrypting(
 
     if (sub === "show") {
       const rec = opened[0];
-      if (!rec) throw new UsageError(`there is no record ${opts.seq} (the log has ${result.records})`);
+      if (!rec) throw new UsageError(`show: there is no record ${opts.seq} (the log has ${result.records})`);
       const { seq, hash, header, event } = rec;
       await write(
         opts.json

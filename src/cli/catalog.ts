@@ -72,22 +72,30 @@ export async function catalogCommand(args: string[]): Promise<number> {
     throw new UsageError(
       `catalog ${sub}: --revision is for catalog show${sub === "diff" ? " (diff takes FROM TO)" : ""}.`,
     );
+  const revisionNumber = (s: string, what: string): number => {
+    // digits only: Number() also reads "1e3", "0x2" and " 2" as revisions, and rounds a number
+    // past 2^53 ("no revision 100000000000000000000" for the 99999999999999999999 typed)
+    // and a leading zero ("01") is refused as every numeric flag refuses it (args.ts)
+    if (/^0[0-9]/.test(s)) throw new UsageError(`catalog ${sub}: ${leadingZero(what, "number")}.`);
+    const n = Number(s);
+    if (!/^[1-9][0-9]*$/.test(s) || !Number.isSafeInteger(n))
+      throw new UsageError(
+        `catalog ${sub}: ${what} must be a revision number (1, 2, … as 'catalog list' shows them).`,
+      );
+    return n;
+  };
+  // read before the store is opened, as every other word: a revision that is no number is said as
+  // such, not hidden behind "no catalog is recorded under that label"
+  const wanted = values.revision !== undefined ? revisionNumber(values.revision, "--revision") : undefined;
+  const fromTo =
+    more.length === 2 ? [revisionNumber(more[0]!, "FROM"), revisionNumber(more[1]!, "TO")] : null;
   // only reads: a store on a full disk, or under a file size limit, is read all the same, saying so
   const store = openStoreToRead(existingStateDir(values["state-dir"]));
   sayReadWithoutWriting(store, `catalog ${sub}`);
   // Tool definitions are the server's words: a credential pasted into a description or default is not repeated.
   const out = (s: string) => process.stdout.write(redactText(s.endsWith("\n") ? s : `${s}\n`));
   try {
-    const rev = (s: string, what: string) => {
-      // digits only: Number() also reads "1e3", "0x2" and " 2" as revisions, and rounds a number
-      // past 2^53 ("no revision 100000000000000000000" for the 99999999999999999999 typed)
-      // and a leading zero ("01") is refused as every numeric flag refuses it (args.ts)
-      if (/^0[0-9]/.test(s)) throw new UsageError(`catalog ${sub}: ${leadingZero(what, "number")}.`);
-      const n = Number(s);
-      if (!/^[1-9][0-9]*$/.test(s) || !Number.isSafeInteger(n))
-        throw new UsageError(
-          `catalog ${sub}: ${what} must be a revision number (1, 2, … as 'catalog list' shows them).`,
-        );
+    const rev = (n: number) => {
       const r = getRevision(store, label, n);
       if (!r) throw new UsageError(`catalog ${sub}: "${label}" has no revision ${n}.`);
       return r;
@@ -109,7 +117,7 @@ export async function catalogCommand(args: string[]): Promise<number> {
         return 0;
       }
       case "show": {
-        const r = values.revision ? rev(values.revision, "--revision") : latest;
+        const r = wanted !== undefined ? rev(wanted) : latest;
         if (r.unreadable !== undefined) return unreadableRevision(sub, label, r.unreadable);
         const snap = snapshotOf(r.tools, 1);
         if (values.json) {
@@ -135,9 +143,9 @@ export async function catalogCommand(args: string[]): Promise<number> {
       case "diff": {
         let from: NonNullable<typeof latest>;
         let to: NonNullable<typeof latest>;
-        if (more.length === 2) {
-          from = rev(more[0]!, "FROM");
-          to = rev(more[1]!, "TO");
+        if (fromTo) {
+          from = rev(fromTo[0]!);
+          to = rev(fromTo[1]!);
         } else if (more.length === 0) {
           to = latest;
           // One revision recorded is not the user's mistake (it was exit 2, a usage error): there
