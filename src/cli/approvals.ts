@@ -41,7 +41,7 @@ import { storeAdvice } from "../store/storeAdvice.js";
 import { closeStoreUnlessLost } from "../store/storeWatch.js";
 import { printableJson } from "../util/printableJson.js";
 import { askDecision, hasTerminal, nextDecidable, watchRequests } from "./approvalsLive.js";
-import { oneOf, parse } from "./args.js";
+import { oneOf, parse, refuseEmpty } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
 import { failureLine } from "./failureLine.js";
 import { keyringAdvice } from "./keyringAdvice.js";
@@ -201,6 +201,10 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
       `${name}: give the ${name === "revoke" ? "GRANT" : "request ID"}; see 'portcullis ${name} --help'.`,
     );
   }
+  // an empty reason (`--reason "$WHY"` with WHY unset) is refused, not recorded and told to the
+  // agent as a reason that says nothing
+  if (name === "deny")
+    refuseEmpty("deny", "reason", v.reason, "the reason the agent is told", "to give none");
   if (name === "deny" && v.reason !== undefined && positionals.length > wants) {
     throw new UsageError(
       `deny: --reason takes one argument; quote a reason of several words (--reason "not this branch").`,

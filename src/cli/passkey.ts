@@ -103,6 +103,8 @@ function run(args: string[], ctx: { stateDir: string; hint: string | undefined }
     throw new UsageError(`${unknownSubcommand("passkey", verb!, PASSKEY_SUBCOMMANDS)}.`);
   }
   // an empty word (an unset `$ID`) is no ID: "there is no passkey ." said nothing
+  if (wants && rest.length > wants)
+    throw new UsageError(`passkey rm: takes one passkey ID (${rest.length} words were given, not shown).`);
   if (rest.length !== wants || rest[0] === "") {
     throw new UsageError(
       wants

@@ -550,6 +550,12 @@ async function vaultSet(args: string[], ctx: { stateDir: string }): Promise<numb
     throw new UsageError(
       `vault set: --host number ${twice.at + 1} is the same host as number ${twice.first + 1} (hosts are compared by value, as requests are: letter case, a trailing dot and how an address is written make no difference); give each host once.`,
     );
+  // two words or more: said as such (not "give one", which reads as if none was given), and
+  // neither repeated: the second may be the value, typed where it never belongs
+  if (names.length > 1)
+    throw new UsageError(
+      `vault set: takes one secret NAME (${names.length} words were given, not shown); the value is never an argument: it is typed when asked, or read with --from-stdin.`,
+    );
   if (names.length !== 1) throw new UsageError("vault set: give one secret NAME.");
   if (policy.deliver === "env" && policy.hosts.length > 0)
     throw new UsageError(
@@ -645,6 +651,10 @@ async function vaultRm(args: string[], ctx: { stateDir: string }): Promise<numbe
     process.stdout.write(`${VAULT_HELP}\n`);
     return EXIT_OK;
   }
+  if (positionals.length > 1)
+    throw new UsageError(
+      `vault rm: takes one secret NAME (${positionals.length} words were given, not shown).`,
+    );
   if (positionals.length !== 1) throw new UsageError("vault rm: give one secret NAME.");
   const name = checkSecretName(positionals[0]!);
   const stateDir = ctx.stateDir;
