@@ -16,6 +16,8 @@ export const STATUS_HELP = `usage: portcullis status [--json] [--all] [--state-d
 Every running gateway: its server label, state, execution epoch, execution record and status lines.
 Every HTTP front (run --listen): its URL, and the bearer token clients must send (a local
 credential of yours: it is shown here and kept in its 0600 file, never logged).
+A gateway an older portcullis started, still running after an upgrade, is said to be one, with
+its store schema version (schemaVersion in --json): restart it to run this portcullis.
   --all    also gateways that have ended`;
 
 export async function statusCommand(args: string[]): Promise<number> {

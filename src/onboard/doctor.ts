@@ -18,6 +18,7 @@ import { lockHolders } from "../identity/proc.js";
 import { foreignProc, OWN_PROC_FIX } from "../identity/procRead.js";
 import { KeyringError, KeyringExposedError, keyringPath, loadPublicKeyring } from "../keyring/keyring.js";
 import { missingSchema, openStore, type Store, StoreError, storeFailure } from "../store/db.js";
+import { KNOWN_SCHEMA_VERSION, portcullisVersion } from "../store/schemaVersion.js";
 import { quotedCommand, STORE_FILE, stateDirPath } from "../store/stateDir.js";
 import { storeAdvice } from "../store/storeAdvice.js";
 import type { StoreCause } from "../store/storeError.js";
@@ -167,6 +168,14 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
           hostChain: chain.map((c) => `${c.pid} ${c.command || c.executable || "?"}`),
           unseen: g.unseen,
         });
+        // still running from before an upgrade (store/schemaVersion.ts): it goes on as that
+        // version did (an approval it cannot verify is refused: approval/olderGateway.ts)
+        if (g.running && g.schemaVersion !== null && g.schemaVersion < KNOWN_SCHEMA_VERSION)
+          findings.push({
+            ok: false,
+            what: `gateway "${g.serverLabel}" (pid ${g.pid}) was started by an older portcullis (store schema version ${g.schemaVersion}; this one, ${portcullisVersion()}, knows ${KNOWN_SCHEMA_VERSION}) and runs that version's code`,
+            next: `restart it so that it runs this portcullis: restart the MCP client that started it (or end it: kill ${g.pid})`,
+          });
       }
     } finally {
       store.close();

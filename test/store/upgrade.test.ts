@@ -8,7 +8,8 @@
 //    is how the store tells the schema a process runs: src/store/schemaVersion.ts): approve refuses
 //    an approval that gateway could not verify (before schema 16, an approval signs a review it
 //    does not know, and it reported the grant as forged while the human was told "approved"),
-//    saying to restart it; a denial (whose signed statement never changed) is made; status marks it;
+//    saying to restart it; a denial (whose signed statement never changed) is made; status and
+//    doctor mark it;
 //  - a command bringing the store up while such a gateway runs says which, and to restart it.
 // Real CLI processes and a real gateway.
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -115,7 +116,7 @@ describe("processes started before an upgrade", () => {
     return { stateDir, gw, request };
   }
 
-  it("approve refuses an approval it could not verify and says to restart it; deny is made; status marks it", async () => {
+  it("approve refuses an approval it could not verify and says to restart it; deny is made; status and doctor mark it", async () => {
     const { stateDir, gw, request } = await gatewayWithRequest();
     // as the store reads after a newer portcullis applied migrations 16 and later under a gateway
     // started at schema 15: applied after the gateway registered
@@ -134,6 +135,17 @@ describe("processes started before an upgrade", () => {
       gateways: { schemaVersion: number }[];
     };
     expect(json.gateways[0]!.schemaVersion).toBe(15);
+    // doctor: a finding with its next step (exit 1)
+    const doctor = await cli(stateDir, ["doctor", "--json"]);
+    expect(doctor.code).toBe(1);
+    const findings = (
+      JSON.parse(doctor.stdout) as { findings: { ok: boolean; what: string; next: string }[] }
+    ).findings;
+    expect(findings).toContainEqual({
+      ok: false,
+      what: `gateway "shell" (pid ${gw.pid}) was started by an older portcullis (store schema version 15; this one, ${portcullisVersion()}, knows ${KNOWN_SCHEMA_VERSION}) and runs that version's code`,
+      next: `restart it so that it runs this portcullis: restart the MCP client that started it (or end it: kill ${gw.pid})`,
+    });
 
     for (const args of [
       ["approve", request.request, "--for", "session"],
