@@ -96,7 +96,9 @@ default there, as approve --next does not.
                   Errors stay one sentence on standard error, with the same exit codes
 
 An approval is bound to the execution epoch its request named: when the server
-was replaced since, approve says so, and the approval covers nothing.
+was replaced since, approve says so, and the approval covers nothing. A request of
+a gateway an older portcullis started (still running since before an upgrade) that
+could not verify this version's approval is refused (exit 2), saying to restart it.
 
 ${PASSPHRASE_HELP}
 The passphrase is never accepted as an argument.`,
