@@ -213,9 +213,7 @@ export async function main(argv: string[]): Promise<number> {
     // the help of help (`help --help`, `help -h`, `help help`) is the command list
     if (topic === "--help" || topic === "-h" || topic === "help") return main(["--help"]);
     if (!Object.hasOwn(commands, topic!) || topic!.startsWith("__"))
-      throw new UsageError(
-        `${name}: unknown command ${shownWord(topic!)}; run 'portcullis --help' for the list.`,
-      );
+      throw new UsageError(`${name}: ${unknownCommand(topic!)}.`);
     return main([topic!, "--help"]);
   }
   // an empty word (an unset `$COMMAND`) is no command given: refused below as unknown, as an
@@ -249,20 +247,24 @@ export async function main(argv: string[]): Promise<number> {
     throw new UsageError(`${optionTooEarly(name)}.`);
   }
   const load = Object.hasOwn(commands, name) ? commands[name] : undefined;
-  if (!load) {
-    const shown = shownWord(name);
-    // the command a mistyped word most likely meant, said only when the word itself is shown
-    const near = shown.startsWith('"')
-      ? nearestName(
-          name,
-          Object.keys(commands).filter((c) => !c.startsWith("__")),
-        )
-      : null;
-    throw new UsageError(
-      `unknown command ${shown}${near ? ` (did you mean ${near}?)` : ""}; run 'portcullis --help' for the list.`,
-    );
-  }
+  if (!load) throw new UsageError(`${unknownCommand(name)}.`);
   return (await load())(rest);
+}
+
+/**
+ * The refusal of a word that is no command (`portcullis statsu`, `portcullis help statsu`),
+ * without its final period: with the command it most likely meant, said only when the word itself
+ * is shown (`help statsu` said no "did you mean", where `statsu` did).
+ */
+function unknownCommand(word: string): string {
+  const shown = shownWord(word);
+  const near = shown.startsWith('"')
+    ? nearestName(
+        word,
+        Object.keys(commands).filter((c) => !c.startsWith("__")),
+      )
+    : null;
+  return `unknown command ${shown}${near ? ` (did you mean ${near}?)` : ""}; run 'portcullis --help' for the list`;
 }
 
 /**

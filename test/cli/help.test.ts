@@ -207,7 +207,8 @@ describe("the command word", () => {
     const unknown = await runCli(["help", "lsit"]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toBe(
-      "portcullis help: unknown command \"lsit\"; run 'portcullis --help' for the list.\n",
+      // the command it most likely meant, as `portcullis lsit` says it
+      "portcullis help: unknown command \"lsit\" (did you mean init?); run 'portcullis --help' for the list.\n",
     );
   });
 

@@ -45,10 +45,15 @@ describe("words a fresh user typed", () => {
       const two = await runCli([flag, "lock", "unlock"]);
       expect(two.code).toBe(2);
       expect(two.stderr).toBe(`portcullis ${flag}: give one command (portcullis ${flag} COMMAND).\n`);
-      const unknown = await runCli([flag, "lsit"]);
+      const unknown = await runCli([flag, "zzzzzz"]);
       expect(unknown.code).toBe(2);
       expect(unknown.stderr).toBe(
-        `portcullis ${flag}: unknown command "lsit"; run 'portcullis --help' for the list.\n`,
+        `portcullis ${flag}: unknown command "zzzzzz"; run 'portcullis --help' for the list.\n`,
+      );
+      // a mistyped command gets the one it most likely meant, as 'portcullis statsu' does
+      const near = await runCli([flag, "statsu"]);
+      expect(near.stderr).toBe(
+        `portcullis ${flag}: unknown command "statsu" (did you mean status?); run 'portcullis --help' for the list.\n`,
       );
     }
   });
