@@ -13,7 +13,9 @@ import { type ConsoleAddress, consoleAddressPath } from "./address.js";
 export function olderConsole(stateDir: string, address: ConsoleAddress): string | null {
   let written: string;
   try {
-    written = statSync(consoleAddressPath(stateDir)).mtime.toISOString();
+    // a second of slack: a file's time is the kernel's coarse clock, which may lag the one the
+    // console's own migrations were stamped with by a tick (a new console is no older one)
+    written = new Date(statSync(consoleAddressPath(stateDir)).mtimeMs + 1000).toISOString();
   } catch {
     return null;
   }

@@ -204,7 +204,7 @@ describe("processes started before an upgrade", () => {
     // the last migration applied after the console started: as a newer portcullis leaves the store
     const db = new Database(join(stateDir, "portcullis.db"));
     db.prepare("UPDATE schema_migrations SET applied_at = ? WHERE version = ?").run(
-      new Date(Date.now() + 1000).toISOString(),
+      new Date(Date.now() + 5000).toISOString(),
       KNOWN_SCHEMA_VERSION,
     );
     db.close();
