@@ -4,7 +4,11 @@ import { abandonedRequests, expireAbandoned } from "../approval/abandoned.js";
 import { reviewDigest } from "../approval/decision.js";
 import { activeGrants, GrantError, getGrant, publicGrant, revokeGrant } from "../approval/grants.js";
 import { argumentsPartlyHidden, partlyHiddenReason } from "../approval/hiddenArguments.js";
-import { approvalNotHonouredBy } from "../approval/olderGateway.js";
+import {
+  APPROVALS_HONOURED_SINCE,
+  approvalNotHonouredBy,
+  gatewaySchemaOfRun,
+} from "../approval/olderGateway.js";
 import { perCallOnlyReason } from "../approval/perCallOnly.js";
 import { ApproverKeyMismatchError, pinnedSigner } from "../approval/pin.js";
 import { argumentsNotShownWhole, renderGrant, renderReview, renderReviewCard } from "../approval/render.js";
@@ -365,7 +369,14 @@ function listRequests(db: Store, json: boolean, verbose: boolean, stateDir: stri
   for (const r of pending) {
     // a review rewritten in the store into something that is no review: one line, and the rest listed
     const shown = drawnOrUnreadable(r, () => review(r, verbose));
-    const decide = `\n  decide     portcullis approve ${r.request}${sd}   or   portcullis deny ${r.request}${sd}`;
+    // a gateway an older portcullis started that could not verify an approval: approve would be
+    // refused (olderGateway.ts), so it is not offered
+    const run = getRun(db, r.agentRun);
+    const schema = run ? gatewaySchemaOfRun(db, run) : null;
+    const decide =
+      run && schema !== null && schema < APPROVALS_HONOURED_SINCE
+        ? `\n  decide     only a denial: its gateway (pid ${run.gatewayPid}) was started by an older portcullis (store schema version ${schema}), which cannot verify this version's approvals; restart it to approve its calls, or deny: portcullis deny ${r.request}${sd}`
+        : `\n  decide     portcullis approve ${r.request}${sd}   or   portcullis deny ${r.request}${sd}`;
     process.stdout.write(`${shown.text}${shown.readable ? decide : ""}\n\n`);
   }
   return EXIT_OK;

@@ -147,6 +147,12 @@ describe("processes started before an upgrade", () => {
       next: `restart it so that it runs this portcullis: restart the MCP client that started it (or end it: kill ${gw.pid})`,
     });
 
+    // the listing offers only the denial, and says why
+    const listed = await cli(stateDir, ["approvals"]);
+    expect(listed.stdout).toContain(
+      `  decide     only a denial: its gateway (pid ${gw.pid}) was started by an older portcullis (store schema version 15), which cannot verify this version's approvals; restart it to approve its calls, or deny: portcullis deny ${request.request}`,
+    );
+    expect(listed.stdout).not.toContain("portcullis approve ");
     for (const args of [
       ["approve", request.request, "--for", "session"],
       ["approve", "--next", "--for", "session"],
