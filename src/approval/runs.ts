@@ -12,6 +12,7 @@ import {
   unknownClientChain,
 } from "./chain.js";
 import { grantsWritten } from "./grants.js";
+import { storedEndText } from "./storedRunEnd.js";
 
 export type { ChainEntry } from "./chain.js";
 
@@ -262,10 +263,12 @@ export function runEndedElsewhere(db: Store, run: Run): EndedElsewhere | null {
     endStatements.set(db, read);
   }
   const row = read.get(run.run) as { ended_at: unknown; ended_reason: unknown } | undefined;
-  if (typeof row?.ended_at !== "string") return null;
-  const reason = typeof row.ended_reason === "string" ? row.ended_reason : null;
+  // not NULL is ended, whatever was written (storedEndText): as `audit sessions` reads the row
+  const endedAt = storedEndText(row?.ended_at);
+  if (endedAt === null) return null;
+  const reason = typeof row?.ended_reason === "string" ? row.ended_reason : null;
   return {
-    endedAt: row.ended_at,
+    endedAt,
     reason,
     recorded: (RECORDED_ENDS as readonly (string | null)[]).includes(reason),
   };

@@ -21,10 +21,20 @@ export function storedRunEnds(db: Store): (run: string) => StoredRunEnd | null {
   const read = db.prepare("SELECT * FROM runs WHERE run = ?");
   return (run) => {
     const row = read.get(run) as { ended_at?: unknown; ended_reason?: unknown } | undefined;
-    if (row?.ended_at === null || row?.ended_at === undefined) return null;
-    return {
-      endedAt: typeof row.ended_at === "string" ? row.ended_at : String(row.ended_at),
-      reason: typeof row.ended_reason === "string" ? row.ended_reason : null,
-    };
+    const endedAt = storedEndText(row?.ended_at);
+    if (endedAt === null) return null;
+    return { endedAt, reason: typeof row?.ended_reason === "string" ? row.ended_reason : null };
   };
+}
+
+/**
+ * A run row's `ended_at` as an end: null only when it is NULL (or there is no row). Any other
+ * value ends the run, text or not (`UPDATE runs SET ended_at = 123`), and is given as its text:
+ * the one reading of the gateway (src/approval/runs.ts, runEndedElsewhere: the run's session grants
+ * stop covering) and of `audit sessions` (storedRunEnds). Deny first: a value a reader cannot take
+ * for a time never keeps a run open.
+ */
+export function storedEndText(value: unknown): string | null {
+  if (value === null || value === undefined) return null;
+  return typeof value === "string" ? value : String(value);
 }
