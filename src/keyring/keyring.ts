@@ -262,6 +262,8 @@ export async function addApproverKey(stateDir: string, passphrase: string): Prom
   // one at a time, and the second finds the key the first added.
   const lock = await takeLock(`${path}.upgrade.lock`);
   try {
+    // what an upgrade or a change killed before its rename left (the keyring's keys, sealed)
+    removeLeftTemps(path);
     const again = await unlockKeyring(stateDir, passphrase);
     if (again.signer) return again;
     const file = parseKeyring(readKeyringText(stateDir) ?? "", path);
@@ -609,24 +611,33 @@ function unwrap(key: Buffer, w: Wrapped, aad: Buffer): Buffer {
 /**
  * The temporary files (syncedTemp) a rewrite of keyring.json left when its process was killed
  * before its rename: each holds the keyring's keys, sealed under a passphrase that may be the one
- * a killed change was given, and nothing reads them. Removed under the rewrite lock, only when the
- * process named in the name no longer exists (a running init's is its own, linked then removed).
+ * a killed change was given, and nothing reads them. Removed under the rewrite lock
+ * (changePassphrase, addApproverKey), only when the process named in the name no longer exists (a
+ * running init's is its own, linked then removed).
  */
 function removeLeftTemps(path: string): void {
-  const dir = join(path, "..");
+  for (const left of leftKeyringTemps(join(path, ".."))) rmSync(left, { force: true });
+}
+
+/**
+ * The temporary files of keyring.json's rewrites in `stateDir` whose process is gone (see
+ * removeLeftTemps), by path: what the next rewrite removes, and `portcullis doctor` reports.
+ */
+export function leftKeyringTemps(stateDir: string): string[] {
   // syncedTemp's names: keyring.json.PID.HEX.tmp
   const own = /^keyring\.json\.(\d\d*)\.[0-9a-f]{12}\.tmp$/;
   let names: string[];
   try {
-    names = readdirSync(dir);
+    names = readdirSync(stateDir);
   } catch {
-    return;
+    return [];
   }
-  for (const name of names) {
+  const left: string[] = [];
+  for (const name of names.sort()) {
     const m = own.exec(name);
-    if (!m || processExists(Number(m[1]))) continue;
-    rmSync(join(dir, name), { force: true });
+    if (m && !processExists(Number(m[1]))) left.push(join(stateDir, name));
   }
+  return left;
 }
 
 function processExists(pid: number): boolean {

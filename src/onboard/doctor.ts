@@ -16,7 +16,13 @@ import { readConsoleAddress } from "../console/address.js";
 import { listGateways } from "../gateway/registry.js";
 import { lockHolders } from "../identity/proc.js";
 import { foreignProc, OWN_PROC_FIX } from "../identity/procRead.js";
-import { KeyringError, KeyringExposedError, keyringPath, loadPublicKeyring } from "../keyring/keyring.js";
+import {
+  KeyringError,
+  KeyringExposedError,
+  keyringPath,
+  leftKeyringTemps,
+  loadPublicKeyring,
+} from "../keyring/keyring.js";
 import { missingSchema, openStore, type Store, StoreError, storeFailure } from "../store/db.js";
 import { KNOWN_SCHEMA_VERSION, portcullisVersion } from "../store/schemaVersion.js";
 import { quotedCommand, STORE_FILE, stateDirPath } from "../store/stateDir.js";
@@ -107,6 +113,7 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
       next: `${OWN_PROC_FIX}: the agent host with it; a server reached by URL (run --url) needs no /proc`,
     });
   const keyring = isDir && keyringFinding(path, findings);
+  if (isDir) findings.push(...leftTempFindings(path));
   // the file the commands would read the passphrase from (only when set): refused by them when
   // another user's, or others may read or change it; said here before a command refuses it
   // (and the one `portcullis passphrase` would read the new passphrase from, checked alike)
@@ -521,6 +528,20 @@ function keyringFinding(stateDir: string, findings: Finding[]): boolean {
   }
   findings.push({ ok: true, what: "keyring exists and reads as a keyring", next: "nothing" });
   return true;
+}
+
+/**
+ * A temporary file of a rewrite of keyring.json whose process was killed before its rename: a
+ * copy of the keyring's keys sealed under the passphrase that rewrite was given (the new one of a
+ * killed `portcullis passphrase`, which then never took effect), that nothing reads and that stays
+ * until the next rewrite takes the keyring's lock. Doctor removes nothing: it says so.
+ */
+function leftTempFindings(stateDir: string): Finding[] {
+  return leftKeyringTemps(stateDir).map((file) => ({
+    ok: false,
+    what: `${file} was left by a rewrite of the keyring killed before it finished: it holds the keyring's keys, sealed under the passphrase that rewrite was given, and nothing reads it`,
+    next: `remove it: rm ${shellWord(file)} (keyring.json is whole without it; the next 'portcullis passphrase' removes it too)`,
+  }));
 }
 
 /** Whether opening `path` to read is refused to this user (EACCES, EPERM), as opposed to absent or damaged. */

@@ -15,7 +15,9 @@
 // next change waits out instead of taking over; two changes at once both reported done with one
 // lost (without the lock, or without reading and opening the file again under it, the second
 // renames its own file over the first's: both exit 0, and one of the two "new" passphrases opens
-// nothing); an old keyring's upgrade (approver key added) lost under a change, or the reverse.
+// nothing); an old keyring's upgrade (approver key added) lost under a change, or the reverse; a
+// killed upgrade's temporary file left for good by the next upgrade, or not named by `portcullis
+// doctor` meanwhile.
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -23,6 +25,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { unlockKeyring, WrongPassphraseError } from "../../src/keyring/keyring.js";
 import { alive, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { hostEnv, runCli } from "../helpers/gateway.js";
+import { keyringText } from "../helpers/passphraseChange.js";
 import { CLI, NODE } from "../helpers/paths.js";
 import { newKeyringOnlyStateDir, newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
 
@@ -62,6 +65,17 @@ async function opensWith(stateDir: string, candidates: string[]): Promise<string
 function keysOf(stateDir: string): unknown {
   const k = JSON.parse(readFileSync(join(stateDir, "keyring.json"), "utf8")) as Record<string, unknown>;
   return { audit: k.audit, approver: k.approver };
+}
+
+/** A state directory whose keyring is one made before decisions were signed (no approver key). */
+function oldKeyringStateDir(): string {
+  const stateDir = newKeyringOnlyStateDir();
+  cleanup.push(() => removeDir(stateDir));
+  const path = join(stateDir, "keyring.json");
+  const old = JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
+  delete old.approver;
+  writeFileSync(path, `${JSON.stringify(old, null, 2)}\n`, { mode: 0o600 });
+  return stateDir;
 }
 
 interface Gate {
@@ -277,12 +291,8 @@ describe("portcullis passphrase killed inside its write, or run beside another r
   });
 
   it("an old keyring's upgrade by another command in progress: the change waits for it and keeps its approver key", async () => {
-    const stateDir = newKeyringOnlyStateDir();
-    cleanup.push(() => removeDir(stateDir));
+    const stateDir = oldKeyringStateDir();
     const path = join(stateDir, "keyring.json");
-    const old = JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
-    delete old.approver;
-    writeFileSync(path, `${JSON.stringify(old, null, 2)}\n`, { mode: 0o600 });
 
     // `audit activity` adds the approver key; held with its new file written, under the lock
     const gate = renameGate("audit", "before");
@@ -306,5 +316,35 @@ describe("portcullis passphrase killed inside its write, or run beside another r
       env: { ...passphraseEnv(), PORTCULLIS_PASSPHRASE_FILE: secretFile(A) },
     });
     expect(sessions.code, sessions.stderr).toBe(0);
+  });
+
+  it("an old keyring's upgrade killed with its new file written but not renamed: the keyring is as it was, doctor names the file left, and the next upgrade removes it", async () => {
+    const stateDir = oldKeyringStateDir();
+    const was = keyringText(stateDir);
+    const gate = renameGate("audit", "before");
+    const audit = start(stateDir, ["audit", "activity", "--json"], gate.env);
+    await waitingAt(gate, audit);
+    await kill(audit);
+
+    expect(keyringText(stateDir)).toBe(was);
+    const temps = () => readdirSync(stateDir).filter((n) => n.endsWith(".tmp"));
+    const left = temps();
+    expect(left).toEqual([
+      expect.stringMatching(new RegExp(`^keyring\\.json\\.${audit.child.pid}\\.[0-9a-f]{12}\\.tmp$`)),
+    ]);
+    const doctor = await runCli(["doctor", "--json"], { stateDir });
+    expect(doctor.code, doctor.stderr).toBe(1);
+    const findings = (
+      JSON.parse(doctor.stdout) as { findings: { ok: boolean; what: string; next: string }[] }
+    ).findings;
+    expect(findings.find((f) => f.what.includes(left[0]!))).toMatchObject({ ok: false });
+
+    // the next command that takes the passphrase upgrades the keyring, and removes the dead one's file
+    const again = await runCli(["audit", "activity", "--json"], { stateDir, env: passphraseEnv() });
+    expect(again.code, again.stderr).toBe(0);
+    expect((JSON.parse(keyringText(stateDir)) as { approver?: unknown }).approver).toBeDefined();
+    expect(temps()).toEqual([]);
+    const after = await runCli(["doctor", "--json"], { stateDir });
+    expect(after.stdout).not.toContain(".tmp");
   });
 });
