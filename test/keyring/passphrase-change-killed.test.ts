@@ -16,8 +16,9 @@
 // lost (without the lock, or without reading and opening the file again under it, the second
 // renames its own file over the first's: both exit 0, and one of the two "new" passphrases opens
 // nothing); an old keyring's upgrade (approver key added) lost under a change, or the reverse; a
-// killed upgrade's temporary file left for good by the next upgrade, or not named by `portcullis
-// doctor` meanwhile.
+// change that, finding the upgrade's key already renamed into place, does not wait for the
+// upgrade's lock (changePassphrase's own lock); a killed upgrade's temporary file left for good by
+// the next upgrade, or not named by `portcullis doctor` meanwhile.
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -290,6 +291,10 @@ describe("portcullis passphrase killed inside its write, or run beside another r
     expect(keysOf(stateDir)).toEqual(keys);
   });
 
+  // This test passes with changePassphrase's own lock removed, and cannot be made to fail so: the
+  // change finds no approver key, so its addApproverKey waits on the same lock, and once it has it
+  // the upgrade is over and no other writer is left. Its own lock is tested by the next test, with
+  // the upgrade held after its rename (its key written, its lock still held).
   it("an old keyring's upgrade by another command in progress: the change waits for it and keeps its approver key", async () => {
     const stateDir = oldKeyringStateDir();
     const path = join(stateDir, "keyring.json");
@@ -316,6 +321,31 @@ describe("portcullis passphrase killed inside its write, or run beside another r
       env: { ...passphraseEnv(), PORTCULLIS_PASSPHRASE_FILE: secretFile(A) },
     });
     expect(sessions.code, sessions.stderr).toBe(0);
+  });
+
+  it("a change started once an old keyring's upgrade has written its approver key, its lock still held: the change waits for that lock, and both commands succeed", async () => {
+    const stateDir = oldKeyringStateDir();
+    const gate = renameGate("audit", "after");
+    const audit = start(stateDir, ["audit", "activity", "--json"], gate.env);
+    await waitingAt(gate, audit);
+    const added = (JSON.parse(keyringText(stateDir)) as { approver?: { keyId: string } }).approver?.keyId;
+    expect(added).toBeDefined();
+    // the change finds the approver key already there (its addApproverKey takes no lock): only
+    // changePassphrase's own lock keeps it from rewriting keyring.json under the upgrade, whose
+    // command opens the keyring again before it lets the lock go (a change then: wrong passphrase)
+    const watch = lockWatch();
+    const change = changeTo(stateDir, A, TEST_PASSPHRASE, watch.env);
+    await waitFor(() => watch.tried() || change.child.exitCode !== null, 20_000, "the change at the lock");
+    expect(change.child.exitCode, "the change did not wait for the upgrade's lock").toBeNull();
+    gate.open();
+    const [ra, rc] = await Promise.all([audit.done, change.done]);
+    expect(ra.code, ra.stderr).toBe(0);
+    expect(rc.code, rc.stderr).toBe(0);
+    expect(JSON.parse(rc.stdout)).toMatchObject({ approverKeyId: added, approverKeyAdded: false });
+    expect((JSON.parse(keyringText(stateDir)) as { approver?: { keyId: string } }).approver?.keyId).toBe(
+      added,
+    );
+    expect(await opensWith(stateDir, [TEST_PASSPHRASE, A])).toEqual([A]);
   });
 
   it("an old keyring's upgrade killed with its new file written but not renamed: the keyring is as it was, doctor names the file left, and the next upgrade removes it", async () => {
