@@ -270,10 +270,11 @@ export async function addApproverKey(stateDir: string, passphrase: string): Prom
     file.approver = newApproverEntry(again.dataKey);
     again.dataKey.fill(0);
     replaceFile(path, `${JSON.stringify(file, null, 2)}\n`);
+    // opened again under the lock: a passphrase change waiting for it cannot come in between
+    return await unlockKeyring(stateDir, passphrase);
   } finally {
     lock();
   }
-  return unlockKeyring(stateDir, passphrase);
 }
 
 /** What changePassphrase did: nothing secret (no passphrase, no key). */
