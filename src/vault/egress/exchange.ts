@@ -118,6 +118,10 @@ export interface ExchangeOptions {
 export const onlyDeclaredMisdirected = (why: string) =>
   `egress "declared-only" and ${why}: the site it names is not a declared host, nothing was sent`;
 
+/** A client's FIN before its request was whole (a head or a body short of its framing). */
+export const CLOSED_MID_REQUEST =
+  "the client closed its sending side before its request was whole; the request was not completed";
+
 /** An error answer to the client, then the tunnel is closed. */
 export function errorResponse(status: number, text: string, why: string): string {
   const body = `portcullis egress: ${why}\n`;
@@ -166,6 +170,34 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
   };
   client.on("error", () => finish("destroy"));
   client.on("close", () => finish("destroy"));
+  /**
+   * The client sent its FIN: nothing more will come from it, but it may still read (a half-close,
+   * which curl and a client that calls `end()` after its request make, is no abort: RFC 9112
+   * §9.6). A request it sent whole is answered, the answer given on, and the tunnel ended after
+   * the last; with no request under way it is ended at once. (Before, only a full close or an
+   * error ended a tunnel: a half-closed one that had asked to keep the connection stayed open for
+   * ever, answered or not.) The FIN is not passed on to the upstream: the proxy's connection to it
+   * is its own, and many servers (Node's among them) take a FIN for an abort and drop the answer.
+   */
+  let ended = false;
+  /** the current request's answer has begun to be given on */
+  let answering = false;
+  const whenEnded = () => {
+    if (closed) return;
+    if (phase === "head") {
+      // idle: ended; a head begun can never be whole now, as Node's server answers in absolute form
+      if (buffered.length === 0) return finish("end");
+      return refuse(400, "Bad Request", CLOSED_MID_REQUEST);
+    }
+    // a body that can never be whole: cut, the upstream's connection (holding part of it) dropped,
+    // unless its answer came early and is being given on (it ends the tunnel when it is whole)
+    if (phase === "body" && !answering) refuse(400, "Bad Request", CLOSED_MID_REQUEST);
+    // "busy", "wait": the request is answered (exchange checks again once it has sent it)
+  };
+  client.on("end", () => {
+    ended = true;
+    whenEnded();
+  });
 
   const refuse = (status: number, text: string, why: string) => {
     if (closed) return;
@@ -372,6 +404,8 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
       meter = null;
       resume();
       if (buffered.length > 0) nextRequest();
+      // the client's FIN came: no request after those it had sent, the tunnel ends
+      if (ended && phase === "head") finish("end");
     };
     const toClient = (b: Buffer) => {
       if (closed) return;
@@ -431,6 +465,7 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
         // (thrown before anything of the answer is given on: recorded as failed, a 502 to the client)
         if (plan && "refused" in plan) throw new HttpError(plan.refused);
         answered = true;
+        answering = true;
         // a body can still fail (the upstream, a rewritten one's decoding): recorded once it is whole
         pending = h.status;
         rmeter = new BodyMeter(f);
@@ -552,6 +587,7 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
       timeout: () => failUp(new Error(`no answer within ${o.timeoutMs} ms`), 504),
     });
     phase = meter.done ? "wait" : "body";
+    answering = false;
     unrecorded = abandoned;
     up.socket.write(first);
     if (phase === "body" && buffered.length > 0) {
@@ -559,5 +595,7 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
       buffered = EMPTY;
       sendBody(b);
     }
+    // the client's FIN came while the request was being prepared: judged now that it is sent
+    if (ended) whenEnded();
   };
 }

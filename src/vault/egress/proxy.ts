@@ -10,6 +10,7 @@ import { SparingWarnings } from "../../util/sparingWarnings.js";
 import type { CredentialSpec } from "../credentials.js";
 import { EchoScrubber, headWithoutEchoes, spellingsOf } from "./echo.js";
 import {
+  CLOSED_MID_REQUEST,
   errorResponse,
   HOP,
   onlyDeclaredMisdirected,
@@ -374,6 +375,8 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
         "Request Header Fields Too Large",
         `a request head over ${MAX_HEAD_BYTES} bytes`,
       );
+    // a FIN amid a request (Node's parser at the end of its input), worded as in a tunnel
+    if (code === "HPE_INVALID_EOF_STATE") return refuseRaw(socket, 400, "Bad Request", CLOSED_MID_REQUEST);
     refuseRaw(socket, 400, "Bad Request", `not a well-formed HTTP/1.1 request (${code ?? err.message})`);
   };
 
@@ -485,7 +488,16 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     // whatever goes wrong in there closes this tunnel, never the gateway
     const run = (first: Buffer) => dispatch(first).catch(() => socket.destroy());
     if (head.length > 0) void run(head);
-    else socket.once("data", (chunk: Buffer) => void run(chunk));
+    else {
+      // a client that half-closes before its first byte will send nothing: the tunnel is ended
+      // (before, it was left open for ever, waiting for a byte that could not come)
+      const endedEmpty = () => socket.end();
+      socket.once("end", endedEmpty);
+      socket.once("data", (chunk: Buffer) => {
+        socket.off("end", endedEmpty);
+        void run(chunk);
+      });
+    }
   };
 
   /** The 200 has been sent and bytes are buffered: connect and pass everything through. */
@@ -547,6 +559,12 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     }
     safely(res, forward(req, res, dest, scheme, `${url.pathname}${url.search}`));
   });
+  // A client's FIN after a whole request is a half-close, not an abort (RFC 9112 §9.6): its answer
+  // is still given on, and the connection ended after it (as in a tunnel, exchange.ts). Node's
+  // server by default takes the FIN for an abort: it ended the connection at once, unanswered, and
+  // the request went on to the upstream and was cut there (recorded failed). This switch (Node's
+  // own, on its server since 0.x: `httpAllowHalfOpen`) marks the answer under way the last.
+  (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   server.on("clientError", (err, socket) => clientError(err, socket));
   server.on("connect", (req: IncomingMessage, socket: Socket, head: Buffer) => {
     open.add(socket);
