@@ -165,8 +165,20 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
     o.unfinished?.delete(recordNow);
     unrecorded?.();
     upstream?.discard();
-    if (how === "end") client.end();
-    else client.destroy();
+    if (how === "end") {
+      client.end();
+      drain();
+    } else client.destroy();
+  };
+  /**
+   * The proxy ended its side: what the client still sends (the rest of a body the upstream
+   * answered before it was whole) is read and dropped until its FIN, as RFC 9112 §9.6 has a
+   * server close in stages. Before, a client paused for the upstream's connection (gone now)
+   * stayed paused: its writes blocked, the tunnel held open until it gave up.
+   */
+  const drain = () => {
+    paused = false;
+    client.resume();
   };
   client.on("error", () => finish("destroy"));
   client.on("close", () => finish("destroy"));
@@ -206,6 +218,7 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
     unrecorded?.();
     upstream?.discard();
     client.end(errorResponse(status, text, why));
+    drain();
   };
 
   const sendBody = (d: Buffer): void => {

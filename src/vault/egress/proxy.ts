@@ -309,6 +309,16 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       const done = (e: Error | null | undefined) => {
         once({ ...base, outcome: e && first === "cut" ? "failed" : "forwarded", status });
         if (e) res.destroy();
+        // answered before the request's body was whole (a 413, a 401): the rest is not sent on,
+        // and the upstream's connection, holding part of a request, is not kept; the rest is read
+        // and dropped, as Node's server does with a body nobody reads, so that the client's writes
+        // do not block and the connection serves its next request. Before, the body went on being
+        // piped into a request that was over: the client's writes blocked and its connection hung.
+        if (!req.complete) {
+          req.unpipe(upstream);
+          upstream.destroy();
+          req.resume();
+        }
       };
       if (!rewritten) {
         pipeline(up, res, done);
