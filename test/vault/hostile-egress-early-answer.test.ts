@@ -31,8 +31,8 @@ const sockets = new Set<Socket>();
 
 beforeAll(async () => {
   stateDir = newStateDir();
-  // /early: the head read, the body not: a 413 at once, and the connection's end;
-  // any other path: a 200 naming it
+  // /early: the head read, the body not: a 413 at once, and the connection's end; /cut: the
+  // connection dropped once the head is read, no answer; any other path: a 200 naming it
   upstream = createServer((s) => {
     sockets.add(s);
     s.on("error", () => {});
@@ -43,7 +43,8 @@ beforeAll(async () => {
       if (end < 0) return;
       const path = got.split(" ")[1] ?? "/";
       got = got.slice(end + 4);
-      if (path === "/early") {
+      if (path === "/cut") s.destroy();
+      else if (path === "/early") {
         s.off("data", onData);
         s.pause();
         s.end("HTTP/1.1 413 Content Too Large\r\nContent-Length: 8\r\nConnection: close\r\n\r\ntoo long");
@@ -93,7 +94,7 @@ async function writeBody(s: Socket): Promise<void> {
   await new Promise<void>((resolve, reject) => s.write("", (e) => (e ? reject(e) : resolve())));
 }
 
-async function client(how: "tunnel" | "absolute") {
+async function client(how: "tunnel" | "absolute", path = "/early") {
   // (it writes on after the proxy's FIN: the body's rest, as a client that has not read the answer yet does)
   const s = connect({ port: proxy.port, host: "127.0.0.1", allowHalfOpen: true });
   s.on("error", () => {});
@@ -113,7 +114,7 @@ async function client(how: "tunnel" | "absolute") {
     read = "";
   }
   const target = (path: string) => (how === "absolute" ? `http://${host}${path}` : path);
-  s.write(`POST ${target("/early")} HTTP/1.1\r\nHost: ${host}\r\nContent-Length: ${BODY}\r\n\r\n`);
+  s.write(`POST ${target(path)} HTTP/1.1\r\nHost: ${host}\r\nContent-Length: ${BODY}\r\n\r\n`);
   return { s, read: () => read, proxyEnded, target };
 }
 
@@ -144,6 +145,36 @@ describe("an upstream that answers before the request's body is whole", () => {
     await waitFor(() => records.length >= before + 2 || null, BOUND, "the records");
     expect(since(before)).toEqual([
       ["POST", "forwarded", 413],
+      ["GET", "forwarded", 200],
+    ]);
+  });
+});
+
+describe("an upstream that drops its connection while the client is still sending the body", () => {
+  it("tunnel: the client gets the 502, its whole body is read and dropped, and the tunnel ends; failed", async () => {
+    const before = records.length;
+    const c = await client("tunnel", "/cut");
+    await within(writeBody(c.s), "the body's last bytes taken by the proxy");
+    await within(c.proxyEnded, "the proxy's end of the tunnel");
+    c.s.end();
+    await within(once(c.s, "close"), "the tunnel's close");
+    expect(c.read()).toMatch(/^HTTP\/1\.1 502 Bad Gateway\r\n[\s\S]*portcullis egress: /);
+    await waitFor(() => records.length > before || null, BOUND, "the record");
+    expect(since(before)).toEqual([["POST", "failed", undefined]]);
+  });
+
+  it("absolute: the client gets the 502, its whole body is read and dropped, and the connection serves the next request", async () => {
+    const before = records.length;
+    const c = await client("absolute", "/cut");
+    await within(writeBody(c.s), "the body's last bytes taken by the proxy");
+    c.s.write(`GET ${c.target("/after-cut")} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+    await within(c.proxyEnded, "the proxy's end of the connection after the next request's answer");
+    expect(c.read()).toMatch(
+      /^HTTP\/1\.1 502 Bad Gateway\r\n[\s\S]*portcullis egress: [^\n]*\nHTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\n\/after-cut$/,
+    );
+    await waitFor(() => records.length >= before + 2 || null, BOUND, "the records");
+    expect(since(before)).toEqual([
+      ["POST", "failed", undefined],
       ["GET", "forwarded", 200],
     ]);
   });

@@ -250,7 +250,8 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       // (once the answer came, its body's end records it: cut, as this error cuts it)
       if (answered === null) once({ ...base, outcome: "failed" });
       const timedOut = /no answer within/.test(e.message);
-      fail(res, timedOut ? 504 : 502, `${destinationText(dest)}: ${e.message}`);
+      const midBody = req.complete ? undefined : req;
+      fail(res, timedOut ? 504 : 502, `${destinationText(dest)}: ${e.message}`, midBody);
     });
     upstream.on("response", (up) => {
       const status = up.statusCode ?? 502;
@@ -342,17 +343,27 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       fail(res, 502, `the proxy could not handle this request: ${(e as Error)?.message ?? e}`),
     );
 
-  const fail = (res: ServerResponse, status: number, why: string) => {
+  /**
+   * An error answer. `midBody`: the client is still sending the request's body (the upstream
+   * failed meanwhile): the rest is read and dropped, as Node's server does with a body nobody
+   * reads, and the connection kept, its framing intact. Closed instead, the connection was reset
+   * under the client's next write, which often lost the answer with it (RFC 9112 §9.6).
+   */
+  const fail = (res: ServerResponse, status: number, why: string, midBody?: IncomingMessage) => {
     if (res.headersSent) {
       res.destroy();
       return;
+    }
+    if (midBody) {
+      midBody.unpipe();
+      midBody.resume();
     }
     const body = `portcullis egress: ${why}\n`;
     try {
       res.writeHead(status, {
         "content-type": "text/plain; charset=utf-8",
         "content-length": Buffer.byteLength(body),
-        connection: "close",
+        ...(midBody ? {} : { connection: "close" }),
       });
       res.end(body);
     } catch {
