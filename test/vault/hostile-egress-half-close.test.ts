@@ -236,6 +236,23 @@ describe("a client that half-closes after its request", () => {
     expect(await c.ended()).toMatch(/\r\n\r\nkept$/);
   });
 
+  it("tunnel: an empty line after a body is ignored (RFC 9112 §2.2): the next request is answered, and a FIN after it ends the tunnel", async () => {
+    const before = records.length;
+    const c = await client("tunnel");
+    // (some clients end a body with an extra CRLF; Node's server ignores it in absolute form)
+    c.write(`${c.post("/crlf-one", 3, "abc")}\r\n${c.get("/crlf-two")}\r\n`);
+    await c.halfClose();
+    (await requestOf("/crlf-one")).write("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\none");
+    (await requestOf("/crlf-two")).write("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\ntwo");
+    const read = await c.ended();
+    expect(read).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\noneHTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\ntwo$/);
+    await waitFor(() => records.length >= before + 2 || null, BOUND, "the records");
+    expect(since(before)).toEqual([
+      ["POST", "forwarded", 200],
+      ["GET", "forwarded", 200],
+    ]);
+  });
+
   it("tunnel: a FIN before any byte in the tunnel ends it", async () => {
     const c = await client("tunnel");
     await c.halfClose();

@@ -251,6 +251,12 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
   });
 
   const nextRequest = (): void => {
+    // empty lines before a request line are ignored (RFC 9112 §2.2), as Node's server does in
+    // absolute form: some clients end a body with an extra CRLF. Before, the next request was
+    // refused as malformed, and a FIN after such a line was taken for a request cut short.
+    let skip = 0;
+    while (buffered[skip] === 0x0d && buffered[skip + 1] === 0x0a) skip += 2;
+    if (skip > 0) buffered = buffered.subarray(skip);
     const end = headEnd(buffered);
     if (end < 0) {
       if (buffered.length > MAX_HEAD_BYTES)
