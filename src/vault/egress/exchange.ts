@@ -223,7 +223,9 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
 
   const sendBody = (d: Buffer): void => {
     const n = meter!.take(d, 0);
+    let full = false;
     if (n > 0 && upstream && !upstream.socket.write(n === d.length ? d : d.subarray(0, n))) {
+      full = true;
       pause();
       upstream.socket.once("drain", resume);
     }
@@ -232,6 +234,12 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
       // the next request, sent before this one's answer: kept until then
       buffered = Buffer.concat([buffered, d.subarray(n)]);
       pause();
+    } else if (!full && !meter!.done) {
+      // the rest of the body may come: the client flows. (A body that came with its head while
+      // the request was prepared was kept, the client paused past a head's worth of it, and
+      // nothing resumed it once the kept part was sent: a body over 64 KiB sent in one go
+      // stalled, and the upstream, waiting for the rest, timed out: a 504.)
+      resume();
     }
   };
 
