@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadGlob } from "../../src/identity/glob.js";
 import { matchIncludes } from "../../src/identity/includeMatch.js";
-import { removeDir, tempDir } from "../helpers/files.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { makeProject } from "../helpers/project.js";
 
@@ -53,7 +53,18 @@ describe("identity inputs given by absolute path", () => {
     writeFileSync(plugin, "export const v = 2;\n");
     await gw.waitForStderr(/build complete: .*plugin\.js.* changed/, 15_000);
     await gw.waitForStderr(/new execution epoch: .*restart/, 15_000);
-    expect(await epochOf()).not.toBe(before);
+    // the gateway's row is written within 10 ms of its lock or at the next heartbeat (5 s): a
+    // loaded machine's status may show the old epoch for that long after the log line
+    let now = before;
+    await waitFor(
+      async () => {
+        now = await epochOf();
+        return now !== before || undefined;
+      },
+      15_000,
+      "status --json to show the new epoch",
+    );
+    expect(now).not.toBe(before);
   });
 
   it("a path that does not exist and has no glob, or a malformed glob, is refused naming --watch", async () => {
