@@ -19,6 +19,7 @@ import type { ServerConfig } from "../config/config.js";
 import type { EventSink } from "../gateway/events.js";
 import type { Gateway, GatewayOptions } from "../gateway/gateway.js";
 import type { GatewayRegistry } from "../gateway/registry.js";
+import { reportNextStep } from "../gateway/reportNext.js";
 import type { DigestCache } from "../identity/index.js";
 import { isBusy, type Store, writeProblem } from "../store/db.js";
 import { stateDirFlagFor } from "../store/stateDir.js";
@@ -263,11 +264,12 @@ export function runGatewayOptions(
   registry: GatewayRegistry,
 ): Pick<
   GatewayOptions,
-  "label" | "onChange" | "onExpand" | "auditArguments" | "scopesFor" | "callScopes" | "onState"
+  "label" | "onChange" | "reportNext" | "onExpand" | "auditArguments" | "scopesFor" | "callScopes" | "onState"
 > {
   return {
     label: server.label,
     onChange: server.onChange,
+    reportNext: reportNextStep(server.configFile, server.label),
     onExpand: server.onExpand ?? "run",
     auditArguments: server.audit.arguments,
     scopesFor: (tool) => scopesForTool(server.credentials, server.tools, tool),

@@ -25,6 +25,7 @@ import { type CallInFlight, InFlight } from "./inFlight.js";
 import { ProgressTokens } from "./progress.js";
 import { SUBSCRIPTION_ID_META } from "./protocol.js";
 import { GatewayRecords } from "./records.js";
+import { reportNextStep } from "./reportNext.js";
 import { ServerMessages } from "./serverMessages.js";
 import { ServerRequests } from "./serverRequests.js";
 import { cutShort, preview } from "./text.js";
@@ -34,6 +35,8 @@ export type { Downstream } from "./downstream.js";
 export interface GatewayOptions {
   label: string;
   onChange: OnChange;
+  /** under onChange "report", what to do for a rebuild's code to run (reportNextStep); default: as for `-- COMMAND` */
+  reportNext?: string;
   /** what an expanding catalog change ends: every grant of the run (default) or the tool's */
   onExpand?: OnExpand;
   supervisor: ServerLink;
@@ -67,13 +70,6 @@ export interface GatewayOptions {
    */
   callScopes?: (call: ApprovedCall) => readonly string[];
 }
-
-/**
- * Under onChange "report" the new code does not run until the server is started again: said
- * with the change, since "unchanged" alone leaves the human to guess how to get the new code.
- */
-const REPORT_NEXT =
-  'the new code runs when the server starts again: have your MCP client reconnect it, or run with --on-change restart ("onChange": "restart" in portcullis.json)';
 
 /**
  * How long the probe after a worker swapped before the first answer waits for the server's answer
@@ -911,7 +907,7 @@ export class Gateway {
       this.changeExposed = false;
       if (this.o.onChange === "report") {
         this.o.log.status(
-          `running server kept (onChange report): ${where(gen)} epoch=${gen.epoch}; ${REPORT_NEXT}`,
+          `running server kept (onChange report): ${where(gen)} epoch=${gen.epoch}; ${this.o.reportNext ?? reportNextStep(null, this.o.label)}`,
         );
         return;
       }
@@ -924,7 +920,7 @@ export class Gateway {
         this.o.log.status(
           watcher
             ? `running server is left to its own watcher (${watcher}): ${where(gen)} epoch=${gen.epoch}`
-            : `running server unchanged: ${where(gen)} epoch=${gen.epoch}; ${REPORT_NEXT}`,
+            : `running server unchanged: ${where(gen)} epoch=${gen.epoch}; ${this.o.reportNext ?? reportNextStep(null, this.o.label)}`,
         );
         return;
       }

@@ -73,7 +73,7 @@ describe("rebuilds at the supervision layer", () => {
     );
     // and what to do for the new code to run, since onChange report keeps the old one
     expect(line).toMatch(
-      /; the new code runs when the server starts again: have your MCP client reconnect it, or run with --on-change restart \("onChange": "restart" in portcullis\.json\)$/,
+      /; the new code runs when the server starts again: have your MCP client reconnect it, or give run --on-change restart \(in a host's entry: in its args, before the "--"\)$/,
     );
     expect(line).toContain(`epoch=${epoch}`);
     expect(line).toContain(`pid=${row!.record.processes[0]?.pid ?? ""}`);
