@@ -632,7 +632,7 @@ function renderSessions(sessions: SessionView[], idle: GatewayWithoutRun[]): str
     const lines = [
       `run ${t(s.run)}  server ${t(s.server ?? "-")}  ${t(s.startedAt ?? "?")} → ${shownEnd(s)}`,
       `  epochs     ${s.epochs.map(t).join(", ") || "-"}`,
-      `  revisions  ${s.revisions.map((r) => `${t(r.revision ?? "?")}${r.epoch ? ` (epoch ${t(r.epoch)})` : ""}`).join(", ") || "-"}`,
+      `  revisions  ${shownRevisions(s.revisions)}`,
       ...(s.grants.length === 0
         ? ["  grants     -"]
         : s.grants.map(
@@ -663,6 +663,28 @@ function renderSessions(sessions: SessionView[], idle: GatewayWithoutRun[]): str
   return [...(runs.length === 0 ? ["no agent runs in the audit log\n"] : runs), ...idle.map(renderIdle)].join(
     "\n",
   );
+}
+
+/**
+ * The catalog revisions a run was served, one per revision and epoch in the order first served:
+ * a client lists tools again (after list_changed, or at each turn) and was served the same
+ * revision each time, which written out once per listing read as so many revisions. How many
+ * times is said beside it; `--json` keeps every listing with its time.
+ */
+function shownRevisions(revisions: SessionView["revisions"]): string {
+  const t = (v: unknown) => safeText(String(v));
+  const served = new Map<string, { revision: string; epoch: string | null; times: number }>();
+  for (const r of revisions) {
+    const key = JSON.stringify([r.server, r.revision, r.epoch]);
+    const seen = served.get(key);
+    if (seen) seen.times += 1;
+    else served.set(key, { revision: t(r.revision ?? "?"), epoch: r.epoch ? t(r.epoch) : null, times: 1 });
+  }
+  const shown = [...served.values()].map(({ revision, epoch, times }) => {
+    const notes = [...(epoch ? [`epoch ${epoch}`] : []), ...(times > 1 ? [`served ${times} times`] : [])];
+    return notes.length === 0 ? revision : `${revision} (${notes.join(", ")})`;
+  });
+  return shown.join(", ") || "-";
 }
 
 /** A run's end as the table shows it: the recorded one; else the store's, said to be no record; else open. */
