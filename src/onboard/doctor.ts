@@ -46,6 +46,7 @@ import { foundHostFiles } from "./hosts.js";
 import {
   isWrapped,
   LabelClash,
+  mistypedLaunchKey,
   notStdio,
   planWrap,
   readRecords,
@@ -237,7 +238,7 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
         findings.push({
           ok: true,
           what: `${f.file}: "${s.key}" is not a server the host can start (${notStdio(s.entry)})`,
-          next: `give it a "command" (a string) or a "url", or remove it`,
+          next: unusableNext(s.entry),
         });
       const unrecorded = read.servers.filter((_, i) => list[i]!.wrapped && !list[i]!.recorded);
       if (unrecorded.length > 0) {
@@ -578,6 +579,13 @@ function sqliteVersion(): string | null {
   } catch {
     return null;
   }
+}
+
+/** What to do for an entry the host cannot start: rename the key that is "command" or "url" mistyped, when one is. */
+function unusableNext(e: Record<string, unknown>): string {
+  const typo = e.command === undefined ? mistypedLaunchKey(e) : null;
+  if (typo) return `rename ${quotedName(typo.key)} to "${typo.meant}", or remove the entry`;
+  return `give it a "command" (a string) or a "url", or remove it`;
 }
 
 function serverKind(e: Record<string, unknown>): "stdio" | "http" | "unusable" {

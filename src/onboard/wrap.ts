@@ -21,6 +21,7 @@ import { quotedName } from "../catalog/text.js";
 import { LABEL_MAX_LENGTH } from "../config/config.js";
 import { stateDirPath } from "../store/stateDir.js";
 import { sameJson, sha256Tag } from "../util/canonical.js";
+import { nearestName } from "../util/nearest.js";
 import { looksGenerated, REDACTED, redactArgv, redactText } from "../util/redact.js";
 import { shellWord } from "../util/shellWord.js";
 import {
@@ -284,9 +285,31 @@ function sameServer(a: Entry, b: Entry): boolean {
 export function notStdio(e: Entry): string | null {
   if (e.url !== undefined || (e.type !== undefined && e.type !== "stdio"))
     return `an HTTP entry (${e.url !== undefined ? "url" : `type ${JSON.stringify(e.type)}`}), which wrap leaves alone`;
-  if (e.command === undefined) return 'it has no "command" and no "url": the host cannot start it either';
+  if (e.command === undefined) {
+    const typo = mistypedLaunchKey(e);
+    if (typo === null) return 'it has no "command" and no "url": the host cannot start it either';
+    const other = typo.meant === "command" ? "url" : "command";
+    return `it has ${quotedName(typo.key)}, not "${typo.meant}", and no "${other}": the host cannot start it either`;
+  }
   if (typeof e.command !== "string")
     return `its "command" is ${kindOf(e.command)}, not a string: the host cannot start it either`;
+  return null;
+}
+
+/** The keys of a server entry that are not a mistyped "command" or "url", whatever their spelling is near. */
+const ENTRY_KEYS = new Set(["command", "args", "env", "cwd", "url", "type", "headers", "envFile", "timeout"]);
+
+/**
+ * A key of an entry without "command" and "url" that is one of them mistyped ("comand", "Command",
+ * "uri"): the host reads neither, so the entry cannot start, and naming the key says what to
+ * rename. A key two edits from "command" or "url" is that name, never a value, so it is shown.
+ */
+export function mistypedLaunchKey(e: Entry): { key: string; meant: "command" | "url" } | null {
+  for (const key of Object.keys(e)) {
+    if (ENTRY_KEYS.has(key)) continue;
+    const meant = nearestName(key, ["command", "url"]);
+    if (meant === "command" || meant === "url") return { key, meant };
+  }
   return null;
 }
 

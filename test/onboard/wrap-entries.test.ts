@@ -137,6 +137,39 @@ describe("entries wrap refuses or leaves alone, and why", () => {
     expect(r.stdout).toContain("left alone: web (an HTTP entry (url), which wrap leaves alone)");
   });
 
+  it("an entry whose command or url key is mistyped: wrap and doctor name that key and the rename, in text and --json", async () => {
+    const u = user();
+    const file = u.files["claude-code"];
+    writeFileSync(
+      file,
+      '{ "mcpServers": { "typo": { "comand": "node", "args": ["x.js"] }, "web": { "uri": "https://x.example/mcp" }, "bare": { "args": ["x.js"], "env": {} } } }\n',
+    );
+    const wrap = await u.cli(["wrap", "claude-code"]);
+    expect(wrap.code, wrap.stderr).toBe(0);
+    expect(wrap.stdout).toContain(
+      'left alone: typo (it has "comand", not "command", and no "url": the host cannot start it either)',
+    );
+    expect(wrap.stdout).toContain(
+      'left alone: web (it has "uri", not "url", and no "command": the host cannot start it either)',
+    );
+    // no key near either name: said as before, nothing guessed
+    expect(wrap.stdout).toContain(
+      'left alone: bare (it has no "command" and no "url": the host cannot start it either)',
+    );
+    const doctor = await u.cli(["doctor", "--json"]);
+    const findings = (JSON.parse(doctor.stdout) as { findings: { what: string; next: string }[] }).findings;
+    const typo = findings.find((f) => f.what.startsWith(`${file}: "typo" `));
+    expect(typo).toMatchObject({
+      what: `${file}: "typo" is not a server the host can start (it has "comand", not "command", and no "url": the host cannot start it either)`,
+      next: 'rename "comand" to "command", or remove the entry',
+    });
+    expect(findings.find((f) => f.what.startsWith(`${file}: "bare" `))?.next).toBe(
+      'give it a "command" (a string) or a "url", or remove it',
+    );
+    const text = await u.cli(["doctor"]);
+    expect(text.stdout).toContain('next: rename "comand" to "command", or remove the entry');
+  });
+
   it("a TOML file that does not parse: the error names the line and the column", async () => {
     const u = user();
     const file = u.files.codex;
