@@ -245,6 +245,12 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
     }
     if (init !== null)
       say(`no keyring in ${stateDir} yet: before the host starts these servers, run: ${init}`);
+    // a host reads its file when it starts its servers: the ones running now are not behind
+    // portcullis until it starts them again, which nothing above says
+    if (!values["dry-run"] && report.some((r) => r.wrapped.length > 0))
+      say(
+        `next: restart the host (or reconnect these servers in it) so that it starts them through portcullis; ${doctor} then lists their gateways`,
+      );
     return 0;
   } catch (e) {
     if (e instanceof OnboardError) {

@@ -1,0 +1,33 @@
+// After wrap writes a host file, the servers the host runs now are still the bare ones: a host
+// reads its file when it starts its servers. Wrap's last line says so and what to run next; a dry
+// run, a wrap that wrapped nothing and --json (whose object is the whole output) do not say it.
+import { describe, expect, it } from "vitest";
+import { fakeUsersOfEachTest } from "./hosts.js";
+
+const user = fakeUsersOfEachTest();
+const NEXT =
+  "next: restart the host (or reconnect these servers in it) so that it starts them through portcullis; 'portcullis doctor' then lists their gateways";
+
+describe("wrap says what to do once it wrote", () => {
+  it("a wrap that wrapped a server ends with the restart to make; dry run, nothing to wrap and --json do not", async () => {
+    const u = user();
+    const dry = await u.cli(["wrap", "cursor", "--dry-run"]);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).not.toContain("next: restart");
+
+    const wrap = await u.cli(["wrap", "cursor"]);
+    expect(wrap.code, wrap.stderr).toBe(0);
+    expect(wrap.stdout).toContain(`${u.files.cursor}: wrapped inventory\n`);
+    expect(wrap.stdout.endsWith(`${NEXT}\n`)).toBe(true);
+
+    const again = await u.cli(["wrap", "cursor"]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain(`${u.files.cursor}: wrapped nothing\n`);
+    expect(again.stdout).not.toContain("next: restart");
+
+    await u.cli(["unwrap", "cursor"]);
+    const json = await u.cli(["wrap", "cursor", "--json"]);
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ files: [{ wrapped: ["inventory"] }] });
+  });
+});
