@@ -3,7 +3,7 @@ import { epochBegan, type GatewayRow, listGateways } from "../gateway/registry.j
 import { type ExecutionRecord, processStartTime, writtenServerInfo } from "../identity/index.js";
 import { openStoreToRead } from "../store/db.js";
 import { KNOWN_SCHEMA_VERSION, portcullisVersion } from "../store/schemaVersion.js";
-import { existingStateDir } from "../store/stateDir.js";
+import { existingStateDir, quotedCommand } from "../store/stateDir.js";
 import { type ListenInfo, readListenInfos, readTokenFile } from "../transport/httpInfo.js";
 import { printableJson } from "../util/printableJson.js";
 import { displayCommand } from "../util/redact.js";
@@ -63,7 +63,9 @@ export async function statusCommand(args: string[]): Promise<number> {
     }
     for (const l of listening) writeListening(l);
     if (rows.length === 0) {
-      process.stdout.write(values.all ? "no gateways recorded\n" : "no gateway is running\n");
+      process.stdout.write(
+        values.all ? "no gateways recorded\n" : `no gateway is running${endedHint(store, stateDir)}\n`,
+      );
       return 0;
     }
     for (const g of rows) process.stdout.write(renderGateway(g));
@@ -71,6 +73,17 @@ export async function statusCommand(args: string[]): Promise<number> {
   } finally {
     store.close();
   }
+}
+
+/**
+ * Where the gateways that ran here are, when none runs: a host that has not started its servers
+ * yet, or one whose session ended, leaves "no gateway is running" alone, and the history of the
+ * epochs, status lines and exits is one flag away.
+ */
+function endedHint(store: Parameters<typeof listGateways>[0], stateDir: string): string {
+  const ended = listGateways(store, { all: true }).length;
+  if (ended === 0) return "";
+  return ` (${ended === 1 ? "1 has" : `${ended} have`} run here: ${quotedCommand("status --all", stateDir)} lists ${ended === 1 ? "it" : "them"})`;
 }
 
 /** A value for the terminal: labels, status lines and file names come from servers and watched files. */
