@@ -12,7 +12,7 @@ import {
   keyringPath,
 } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
-import { privateForInit, resolveStateDir } from "../store/stateDir.js";
+import { privateForInit, quotedCommand, resolveStateDir } from "../store/stateDir.js";
 import { fileProblem } from "../util/errno.js";
 import { parse } from "./args.js";
 import { UsageError } from "./errors.js";
@@ -129,7 +129,9 @@ export async function initCommand(args: string[], ctx: { stateDir: string }): Pr
     process.stdout.write(
       `Keyring created: ${safeText(keyring.path)}\nAudit key id: ${keyring.keyId}\n` +
         `Approver key id: ${keyring.approver?.keyId} (pinned in the audit chain)\n` +
-        "Without the passphrase the audit log cannot be read; back up keyring.json with the state directory.\n",
+        "Without the passphrase the audit log cannot be read; back up keyring.json with the state directory.\n" +
+        // what comes after init: the host files' servers, wrapped or not, and what to run for them
+        `next: ${quotedCommand("doctor", ctx.stateDir)} lists the servers of your MCP hosts' files and what to run to put them behind portcullis (${quotedCommand("wrap HOST --dry-run", ctx.stateDir)} first)\n`,
     );
     return 0;
   } catch (err) {
