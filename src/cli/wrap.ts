@@ -386,8 +386,10 @@ function unwrap(files: HostFile[], stateDir: string, target: string | undefined)
   const byPath = target !== undefined && !(HOSTS as readonly string[]).includes(target);
   const recorded = byPath ? files : files.filter((f) => recordExists(f, stateDir));
   let stuck = false;
+  let restoredAny = false;
   for (const f of recorded.length > 0 ? recorded : files.slice(0, 1)) {
     const r = unwrapFile(f, stateDir, byPath);
+    restoredAny ||= r.how === "exact" || r.restored.length > 0;
     const what = r.how === "exact" ? "restored byte for byte" : `restored ${shownKeys(r.restored)}`;
     say(`${r.file}: ${what}`);
     for (const d of r.dropped) say(`  nothing to restore: ${shownKey(d.key)} (${d.why})`);
@@ -399,6 +401,11 @@ function unwrap(files: HostFile[], stateDir: string, target: string | undefined)
       say(`portcullis unwrap: ${r.file}: not restored: ${s.todo}`, process.stderr);
     }
   }
+  // as after wrap: the host runs what it read when it started its servers, the gateways here
+  if (restoredAny)
+    say(
+      "next: restart the host (or reconnect these servers in it) so that it starts them without portcullis; until then it runs them through the gateways it started",
+    );
   return stuck ? EXIT_CHECK_FAILED : 0;
 }
 

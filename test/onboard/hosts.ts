@@ -79,3 +79,7 @@ export function fakeUsersOfEachTest(): () => FakeUser {
     return u;
   };
 }
+
+/** unwrap's last line once it restored a server (src/cli/wrap.ts), with its newline */
+export const UNWRAP_NEXT =
+  "next: restart the host (or reconnect these servers in it) so that it starts them without portcullis; until then it runs them through the gateways it started\n";

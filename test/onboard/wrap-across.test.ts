@@ -7,7 +7,7 @@ import { parse as parseJsonc } from "jsonc-parser";
 import { parse as parseToml } from "smol-toml";
 import { describe, expect, it } from "vitest";
 import { CLI } from "../helpers/paths.js";
-import { fakeUsersOfEachTest, read } from "./hosts.js";
+import { fakeUsersOfEachTest, read, UNWRAP_NEXT } from "./hosts.js";
 
 const user = fakeUsersOfEachTest();
 
@@ -119,7 +119,7 @@ describe("--servers over a host's files", () => {
     // unwrap of the host: the file never wrapped is passed over, the other restored
     const undo = await u.cli(["unwrap", "claude-code"]);
     expect(undo.code, undo.stderr).toBe(0);
-    expect(undo.stdout).toBe(`${file}: restored byte for byte\n`);
+    expect(undo.stdout).toBe(`${file}: restored byte for byte\n${UNWRAP_NEXT}`);
     expect(read(file)).toBe(before);
   });
 });

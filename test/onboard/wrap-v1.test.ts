@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { CLI, NODE, REPO } from "../helpers/paths.js";
-import { read } from "./hosts.js";
+import { read, UNWRAP_NEXT } from "./hosts.js";
 
 const FIXTURE = join(REPO, "test", "fixtures", "wrap-v1");
 const HOSTS = join(REPO, "test", "fixtures", "hosts");
@@ -122,7 +122,9 @@ describe("records an earlier portcullis wrote (portcullis-wrap/1)", () => {
     const before = [u.claude, u.mcp, u.vscode, u.codex].map(backup);
     const claude = await u.cli(["unwrap", "claude-code"]);
     expect(claude.code, claude.stderr).toBe(0);
-    expect(claude.stdout).toBe(`${u.mcp}: restored byte for byte\n${u.claude}: restored byte for byte\n`);
+    expect(claude.stdout).toBe(
+      `${u.mcp}: restored byte for byte\n${u.claude}: restored byte for byte\n${UNWRAP_NEXT}`,
+    );
     for (const host of ["vscode", "codex"]) {
       const r = await u.cli(["unwrap", host]);
       expect(r.code, r.stderr).toBe(0);
@@ -200,7 +202,7 @@ describe("records an earlier portcullis wrote (portcullis-wrap/1)", () => {
     expect(backup(u.codex)).toBe(codexBefore);
     const undo = await u.cli(["unwrap", "codex"]);
     expect(undo.code, undo.stderr).toBe(0);
-    expect(undo.stdout).toBe(`${u.codex}: restored byte for byte\n`);
+    expect(undo.stdout).toBe(`${u.codex}: restored byte for byte\n${UNWRAP_NEXT}`);
     expect(read(u.codex)).toBe(codexBefore);
 
     // ~/.claude.json, from the other project: doctor's advice, as given
@@ -223,7 +225,7 @@ describe("records an earlier portcullis wrote (portcullis-wrap/1)", () => {
     expect(u.record(u.claude).format).toBe("portcullis-wrap/2");
     const all = await u.cli(["unwrap", u.claude], u.project2);
     expect(all.code, all.stderr).toBe(0);
-    expect(all.stdout).toBe(`${u.claude}: restored byte for byte\n`);
+    expect(all.stdout).toBe(`${u.claude}: restored byte for byte\n${UNWRAP_NEXT}`);
     expect(read(u.claude)).toBe(claudeBefore);
   });
 
