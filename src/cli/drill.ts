@@ -80,8 +80,20 @@ export async function drillCommand(args: string[]): Promise<number> {
     );
     return EXIT_CHECK_FAILED;
   }
-  process.stdout.write("drill: every step run passed\n");
+  const skipped = results.flatMap((r, i) => (r.status === "skipped" ? [i + 1] : []));
+  // without --tool the drill proved a new epoch, not the refusal it exists for: said on the line
+  // a human reads last, since "every step run passed" alone reads as the whole drill passing
+  process.stdout.write(
+    skipped.length === 0
+      ? "drill: every step run passed\n"
+      : `drill: every step run passed; ${skipped.length === 1 ? "step" : "steps"} ${listed(skipped)} skipped, so the drill proved a new execution epoch but not that an approval given before it is refused: give --tool NAME (a tool that asks for approval) to prove that\n`,
+  );
   return 0;
+}
+
+/** Step numbers as a sentence lists them: "3", "3 and 5", "3, 5 and 6". */
+function listed(steps: number[]): string {
+  return steps.length === 1 ? String(steps[0]) : `${steps.slice(0, -1).join(", ")} and ${steps.at(-1)}`;
 }
 
 /** The passphrase, or a usage error (exit 2, one sentence) when it cannot be had: no terminal… */
