@@ -1,8 +1,10 @@
 import { once } from "node:events";
 import { closeSync, existsSync, fstatSync, openSync } from "node:fs";
 import { join } from "node:path";
+import type { ChainEntry } from "../approval/chain.js";
 import { unaccountedHistory } from "../approval/chainHistory.js";
 import { ApproverKeyMismatchError, checkApproverKey } from "../approval/pin.js";
+import { whoAsks } from "../approval/render.js";
 import { storedRunEnds } from "../approval/storedRunEnd.js";
 import {
   AuditChainError,
@@ -631,6 +633,7 @@ function renderSessions(sessions: SessionView[], idle: GatewayWithoutRun[]): str
     const t = (v: unknown) => safeText(String(v));
     const lines = [
       `run ${t(s.run)}  server ${t(s.server ?? "-")}  ${t(s.startedAt ?? "?")} → ${shownEnd(s)}`,
+      ...shownAgent(s.agent),
       `  epochs     ${s.epochs.map(t).join(", ") || "-"}`,
       `  revisions  ${shownRevisions(s.revisions)}`,
       ...(s.grants.length === 0
@@ -662,6 +665,31 @@ function renderSessions(sessions: SessionView[], idle: GatewayWithoutRun[]): str
   });
   return [...(runs.length === 0 ? ["no agent runs in the audit log\n"] : runs), ...idle.map(renderIdle)].join(
     "\n",
+  );
+}
+
+/**
+ * Who ran the run, as the approval review says who asks (the agent host, and the process that
+ * launched the gateway when it is another): `--json` has the chain run_started recorded, and the
+ * text had nothing of it. The record is read for its shape first: any process of the user can
+ * write the store, so a chain that is not a list of processes is said to be unreadable.
+ */
+function shownAgent(agent: unknown): string[] {
+  if (agent === null || agent === undefined) return ["  agent      (not recorded)"];
+  const chain = Array.isArray(agent) && agent.every(isChainEntry) ? agent : null;
+  if (chain === null || chain.length === 0)
+    return ["  agent      (the recorded process chain cannot be read)"];
+  const [first, ...rest] = whoAsks(chain);
+  return [`  agent      ${first}`, ...rest.map((l) => `             ${l}`)];
+}
+
+function isChainEntry(e: unknown): e is ChainEntry {
+  if (typeof e !== "object" || e === null) return false;
+  const { pid, executable, command } = e as Record<string, unknown>;
+  return (
+    Number.isSafeInteger(pid) &&
+    (executable === null || typeof executable === "string") &&
+    (command === undefined || command === null || typeof command === "string")
   );
 }
 
