@@ -280,12 +280,30 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
       case "revoke":
         return await revoke(db, stateDir, id, !!v.json);
     }
+  } catch (e) {
+    throw whereToLook(e, stateDir);
   } finally {
     // A store file deleted or replaced while the human read the review or typed the passphrase
     // (the decision was then refused): the store is left open, not checkpointed from an orphaned log.
     closeStoreUnlessLost(db);
   }
   return EXIT_USAGE;
+}
+
+/**
+ * An id that names nothing, with where to see the ones that exist (README, "Commands"): the
+ * sentence said only "there is no grant ID", and a human who mistyped it had to know which
+ * command lists them. The id itself is of the right shape (givenId checked it), so it is repeated.
+ */
+function whereToLook(e: unknown, stateDir: string): unknown {
+  if (e instanceof DecisionError && e.kind === "not-found")
+    return new DecisionError(
+      `${e.message}; ${quotedCommand("approvals", stateDir)} lists the pending ones`,
+      e.kind,
+    );
+  if (e instanceof GrantError && e.kind === "not-found")
+    return new GrantError(`${e.message}; ${quotedCommand("grants", stateDir)} lists the active ones`, e.kind);
+  return e;
 }
 
 /**

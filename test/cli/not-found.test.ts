@@ -28,9 +28,19 @@ describe("a name or id that names nothing", () => {
           // the list to look in, in this state directory (PORTCULLIS_HOME here), not the default's
           `there is no passkey with that ID (not shown, in case it is something else typed in its place); 'portcullis passkey list --state-dir ${stateDir}' shows them`,
         ],
-        [["revoke", id], `there is no grant ${id}`],
-        [["approve", id], `there is no approval request ${id}`],
-        [["deny", id], `there is no approval request ${id}`],
+        // with the list to look in, in this state directory
+        [
+          ["revoke", id],
+          `there is no grant ${id}; 'portcullis grants --state-dir ${stateDir}' lists the active ones.`,
+        ],
+        [
+          ["approve", id],
+          `there is no approval request ${id}; 'portcullis approvals --state-dir ${stateDir}' lists the pending ones.`,
+        ],
+        [
+          ["deny", id],
+          `there is no approval request ${id}; 'portcullis approvals --state-dir ${stateDir}' lists the pending ones.`,
+        ],
         [["audit", "show", "999"], "there is no record 999"],
         [["catalog", "show", "nosuch"], "no catalog is recorded under that label"],
         [["egress", "nosuch"], "no server has run under that label"],

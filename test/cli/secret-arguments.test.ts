@@ -120,7 +120,7 @@ describe("an ID that is empty or not an ID", () => {
     );
     // ULIDs are case-insensitive: looked up as stored
     expect(await said(["approve", "01m8z1vbwg8q99d6cryje0396a"])).toBe(
-      "portcullis approve: there is no approval request 01M8Z1VBWG8Q99D6CRYJE0396A.\n",
+      `portcullis approve: there is no approval request 01M8Z1VBWG8Q99D6CRYJE0396A; 'portcullis approvals --state-dir ${stateDir}' lists the pending ones.\n`,
     );
   });
 });
