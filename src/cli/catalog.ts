@@ -107,12 +107,12 @@ export async function catalogCommand(args: string[]): Promise<number> {
       );
     switch (sub) {
       case "list": {
-        const revs = listRevisions(store, label);
+        const revs = withSameAs(listRevisions(store, label));
         if (values.json) out(printableJson({ serverLabel: label, revisions: revs }));
         else
           for (const r of revs)
             out(
-              `${r.revision}  ${r.fingerprint}  ${r.tools === null ? "tools unreadable (catalog_revisions.tools_json is no JSON list: rewritten in the store)" : `${r.tools} tools`}  first seen ${r.firstSeenAt}`,
+              `${r.revision}  ${r.fingerprint}  ${r.tools === null ? "tools unreadable (catalog_revisions.tools_json is no JSON list: rewritten in the store)" : `${r.tools} tools`}  first seen ${r.firstSeenAt}${r.sameAs === null ? "" : `  (the same catalog as revision ${r.sameAs})`}`,
             );
         return 0;
       }
@@ -207,4 +207,21 @@ function unreadableRevision(sub: string, label: string, why: string): number {
     ) + "\n",
   );
   return 1;
+}
+
+/**
+ * Each revision with the earliest one of the same fingerprint before it (`sameAs`), or null: a
+ * server rebuilt back to earlier code (a branch switched back, a change reverted) records a new
+ * revision of a catalog already seen, and two equal fingerprints read one under the other left
+ * the reader to compare 64 hex digits to find it out.
+ */
+function withSameAs<R extends { revision: number; fingerprint: string }>(
+  revs: R[],
+): (R & { sameAs: number | null })[] {
+  const first = new Map<string, number>();
+  return revs.map((r) => {
+    const seen = first.get(r.fingerprint);
+    if (seen === undefined) first.set(r.fingerprint, r.revision);
+    return { ...r, sameAs: seen ?? null };
+  });
 }
