@@ -412,10 +412,20 @@ export function checkServersNamed(files: HostFile[], only: string[] | undefined,
       const where =
         names.length === 1 ? `${names[0]} has no server` : `none of ${names.join(", ")} has a server`;
       const shown = serverKeyAsGiven(k);
+      // the names to give instead: the one meant when a key is two edits from it, else the keys
+      // there (a host file's keys are shown anyway, by wrap's own lines and by doctor)
+      const near = shown === null ? null : nearestName(k, found);
+      const keys = [...found];
+      const there =
+        near !== null
+          ? `; did you mean ${quotedName(near)}?`
+          : keys.length === 0
+            ? ""
+            : `; the servers there: ${keys.slice(0, 12).map(quotedName).join(", ")}${keys.length > 12 ? ` and ${keys.length - 12} more ('portcullis doctor' lists them)` : ""}`;
       throw new OnboardError(
         shown === null
-          ? `${where} by the name given to ${flag} (${NOT_SHOWN_KEY}); nothing was written.`
-          : `${where} ${shown} (${flag}); nothing was written.`,
+          ? `${where} by the name given to ${flag} (${NOT_SHOWN_KEY}${there}); nothing was written.`
+          : `${where} ${shown} (${flag}${there}); nothing was written.`,
       );
     }
 }

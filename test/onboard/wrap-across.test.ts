@@ -114,7 +114,7 @@ describe("--servers over a host's files", () => {
     const nope = await u.cli(["wrap", "claude-code", "--servers", "memory,nope"]);
     expect(nope.code).toBe(2);
     expect(nope.stderr.trim()).toBe(
-      `portcullis wrap: none of ${mcp}, ${file} has a server "nope" (--servers); nothing was written.`,
+      `portcullis wrap: none of ${mcp}, ${file} has a server "nope" (--servers; the servers there: "inventory-local", "docs search", "remote", "memory"); nothing was written.`,
     );
     // unwrap of the host: the file never wrapped is passed over, the other restored
     const undo = await u.cli(["unwrap", "claude-code"]);

@@ -29,8 +29,14 @@ describe("wrap's refusal of a server key", () => {
       });
     const named = await wrap(["--servers", "nope"]);
     expect(named.code, named.stderr).toBe(2);
+    // with the servers there to give instead, or the one a mistyped name meant
     expect(named.stderr).toBe(
-      `portcullis wrap: ${file} has no server "nope" (--servers); nothing was written.\n`,
+      `portcullis wrap: ${file} has no server "nope" (--servers; the servers there: "inventory"); nothing was written.\n`,
+    );
+    const typo = await wrap(["--servers", "inventroy"]);
+    expect(typo.code, typo.stderr).toBe(2);
+    expect(typo.stderr).toBe(
+      `portcullis wrap: ${file} has no server "inventroy" (--servers; did you mean "inventory"?); nothing was written.\n`,
     );
     for (const secret of SECRETS) {
       for (const args of [
