@@ -100,7 +100,11 @@ export function renderGateway(g: StatusRow): string {
   const out: string[] = [];
   const w = (line: string) => out.push(`${line}\n`);
   const r = g.record;
-  w(`${t(g.serverLabel)}  ${t(g.state)}  gateway pid ${t(g.pid)}${unseenNote(g)}  since ${t(g.startedAt)}`);
+  // "since" is a running gateway's: an ended one "ended … since START" read as ended since then
+  const when = g.running
+    ? `since ${t(g.startedAt)}`
+    : `started ${t(g.startedAt)}${g.endedAt ? `, ended ${t(g.endedAt)}` : ""}`;
+  w(`${t(g.serverLabel)}  ${t(g.state)}  gateway pid ${t(g.pid)}${unseenNote(g)}  ${when}`);
   // paused: no server runs until its files change; the epoch below is the last one, gone
   const paused = g.state === "paused";
   if (paused)

@@ -8,7 +8,7 @@ import { fixtureCommand } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
 
 describe("status with no gateway running", () => {
-  it("is bare on a state directory where none ran, and names status --all (with the directory) once one has", async () => {
+  it("is bare on a state directory where none ran, and names status --all (with the directory) once one has, whose line gives the start and end", async () => {
     const stateDir = newStateDir();
     try {
       const fresh = await runCli(["status"], { stateDir });
@@ -29,6 +29,15 @@ describe("status with no gateway running", () => {
       );
       const all = await runCli(["status", "--all"], { stateDir });
       expect(all.stdout).toMatch(/^once {2}ended {2}gateway pid \d+/);
+      // an ended gateway's times are its start and its end: "ended … since START" read as ended since then
+      const [row] = (
+        JSON.parse((await runCli(["status", "--all", "--json"], { stateDir })).stdout) as {
+          gateways: { startedAt: string; endedAt: string }[];
+        }
+      ).gateways;
+      expect(all.stdout.split("\n")[0]).toMatch(
+        new RegExp(`^once {2}ended {2}gateway pid \\d+ {2}started ${row!.startedAt}, ended ${row!.endedAt}$`),
+      );
       // --json is unchanged: the running gateways, none
       const json = await runCli(["status", "--json"], { stateDir });
       expect(JSON.parse(json.stdout)).toMatchObject({ gateways: [] });
