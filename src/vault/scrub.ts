@@ -13,6 +13,8 @@
  *   - the base64 characters that V alone determines when V sits inside longer data, at each of
  *     the three byte offsets modulo 3 (so `base64("Authorization: Basic " + V)` is caught too);
  *     a fragment shorter than MIN_FRAGMENT characters is left out: it would match everywhere;
+ *   - each of those base64 forms URL-escaped (`%2B`, `%2F`, `%3D`, upper- or lower-case hex), as
+ *     a query string carries a Basic credential (`?auth=` + encodeURIComponent(base64(...)));
  *   - URL-encoded V: encodeURIComponent, encodeURI, form encoding (URLSearchParams, spaces as
  *     "+"), each also with lower-case percent escapes; and beyond these lists, any mix of
  *     characters as themselves and as `%XX` (src/vault/percentSpelling.ts: Python's quote(), Go's
@@ -1283,14 +1285,21 @@ function listedForms(value: string): string[] {
   const base = new Set<string>([value]);
   const bytes = Buffer.from(value, "utf8");
   const std = bytes.toString("base64");
+  const base64 = new Set<string>();
   for (const b64 of [std, std.replace(/=+$/, "")]) {
-    base.add(b64);
-    base.add(urlSafe(b64));
+    base64.add(b64);
+    base64.add(urlSafe(b64));
   }
   for (const frag of alignedFragments(bytes)) {
     if (frag.length < MIN_FRAGMENT) continue;
-    base.add(frag);
-    base.add(urlSafe(frag));
+    base64.add(frag);
+    base64.add(urlSafe(frag));
+  }
+  for (const b64 of base64) {
+    base.add(b64);
+    // as a query string carries it (a Basic credential in `?auth=`): URL-escaped
+    base.add(urlEscaped(b64, true));
+    base.add(urlEscaped(b64, false));
   }
   for (const u of urlEncodings(value)) {
     base.add(u);
@@ -1346,6 +1355,19 @@ function stringified(s: string): string {
 
 function urlSafe(b64: string): string {
   return b64.replaceAll("+", "-").replaceAll("/", "_");
+}
+
+/**
+ * Base64 with its `+`, `/` and `=` URL-escaped (`%2B`, `%2F`, `%3D`), the hex upper- or
+ * lower-case: as encodeURIComponent, URLSearchParams and Go's QueryEscape write it (the same
+ * string where it has none of the three). Each encoder escapes all three, so only that is listed;
+ * an encoder that keeps some (Python's quote() keeps `/`) writes a form not listed.
+ */
+function urlEscaped(b64: string, upper: boolean): string {
+  return b64.replace(/[+/=]/g, (c) => {
+    const hex = c.charCodeAt(0).toString(16);
+    return `%${upper ? hex.toUpperCase() : hex}`;
+  });
 }
 
 /**
