@@ -407,8 +407,9 @@ const urlEscaped = (upper: boolean) => (b64: string) =>
  * PHP's json_encode, some Java encoders, as the gateway's output scrubber knows it), and that
  * JSON string inside another (`\\/`, or `\\\/` where the outer encoder escapes `/` too); in
  * a JSON string with `+` written `\u002B` (.NET's System.Text.Json, by default); URL-escaped
- * (`%2B`, `%2F`, `%3D`: encodeURIComponent, Python's quote, form encoding, Go's QueryEscape), in
- * either hex case. A form with none of these characters is the same in all of them, and looked
+ * (`%2B`, `%2F`, `%3D`: encodeURIComponent, Python's quote_plus, form encoding, Go's QueryEscape), in
+ * either hex case (Python's quote() keeps `/`, Go's PathEscape escapes only `/`: such mixes are not
+ * looked for). A form with none of these characters is the same in all of them, and looked
  * for once.
  */
 const escapedForms: readonly [(b64: string) => string, number][] = [
