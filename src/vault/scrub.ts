@@ -14,7 +14,8 @@
  *     the three byte offsets modulo 3 (so `base64("Authorization: Basic " + V)` is caught too);
  *     a fragment shorter than MIN_FRAGMENT characters is left out: it would match everywhere;
  *   - each of those base64 forms URL-escaped (`%2B`, `%2F`, `%3D`, upper- or lower-case hex), as
- *     a query string carries a Basic credential (`?auth=` + encodeURIComponent(base64(...)));
+ *     a query string carries a Basic credential (`?auth=` + encodeURIComponent(base64(...))): all
+ *     three escaped, or as Python's quote() (not `/`) and Go's PathEscape (`/` alone) write it;
  *   - URL-encoded V: encodeURIComponent, encodeURI, form encoding (URLSearchParams, spaces as
  *     "+"), each also with lower-case percent escapes; and beyond these lists, any mix of
  *     characters as themselves and as `%XX` (src/vault/percentSpelling.ts: Python's quote(), Go's
@@ -1297,9 +1298,9 @@ function listedForms(value: string): string[] {
   }
   for (const b64 of base64) {
     base.add(b64);
-    // as a query string carries it (a Basic credential in `?auth=`): URL-escaped
-    base.add(urlEscaped(b64, true));
-    base.add(urlEscaped(b64, false));
+    // as a query string or a path carries it (a Basic credential in `?auth=`): URL-escaped
+    for (const escaped of BASE64_URL_ESCAPED)
+      for (const upper of [true, false]) base.add(urlEscaped(b64, escaped, upper));
   }
   for (const u of urlEncodings(value)) {
     base.add(u);
@@ -1358,13 +1359,20 @@ function urlSafe(b64: string): string {
 }
 
 /**
- * Base64 with its `+`, `/` and `=` URL-escaped (`%2B`, `%2F`, `%3D`), the hex upper- or
- * lower-case: as encodeURIComponent, URLSearchParams and Go's QueryEscape write it (the same
- * string where it has none of the three). Each encoder escapes all three, so only that is listed;
- * an encoder that keeps some (Python's quote() keeps `/`) writes a form not listed.
+ * Which of base64's `+`, `/` and `=` the common URL encoders escape: all three
+ * (encodeURIComponent, URLSearchParams, Go's QueryEscape, Python's quote_plus and urlencode), `+`
+ * and `=` (Python's quote(), which keeps `/` by default), `/` alone (Go's PathEscape). An encoder
+ * is consistent, so only these mixes are listed, not every one (each is another form per base64
+ * form, in the one alternation).
  */
-function urlEscaped(b64: string, upper: boolean): string {
-  return b64.replace(/[+/=]/g, (c) => {
+const BASE64_URL_ESCAPED = [/[+/=]/g, /[+=]/g, /\//g];
+
+/**
+ * Base64 with the characters `escaped` matches URL-escaped (`%2B`, `%2F`, `%3D`), the hex upper-
+ * or lower-case (the same string where it has none of them).
+ */
+function urlEscaped(b64: string, escaped: RegExp, upper: boolean): string {
+  return b64.replace(escaped, (c) => {
     const hex = c.charCodeAt(0).toString(16);
     return `%${upper ? hex.toUpperCase() : hex}`;
   });

@@ -1,10 +1,11 @@
 // Property test that the server-output scrubber (src/vault/scrub.ts, listedForms) catches a
 // released value's base64 written URL-escaped: `+`, `/` and `=` as `%2B`, `%2F`, `%3D` (either hex
 // case), as encodeURIComponent, URLSearchParams or Go's QueryEscape write base64 that travels in a
-// query string (a Basic credential, `base64("user:" + value)`, passed as `?auth=`). The egress
-// proxy's answer scrubber caught these (src/vault/egress/echo.ts, escapedForms); the server-output
-// scrubber did not, so a server that echoed such a query string showed the client the value's
-// base64 with only its escapes changed. fast-check looks for a value, and a prefix of any length
+// query string (a Basic credential, `base64("user:" + value)`, passed as `?auth=`), and as
+// Python's quote() (which keeps `/`) and Go's PathEscape (which escapes `/` alone) write it. The
+// egress proxy's answer scrubber caught the first (src/vault/egress/echo.ts, escapedForms); the
+// server-output scrubber caught none, so a server that echoed such a query string showed the
+// client the value's base64 with only its escapes changed. fast-check looks for a value, and a prefix of any length
 // before it inside the base64 (each of the three byte alignments), where the URL-escaped base64,
 // alone, inside a JSON string of a tool result, or inside a URL's query, survives scrubbing.
 // The oracle is worked out here, not from the scrubber's own list of forms: the base64 characters
@@ -24,10 +25,21 @@ const alphabet = fc.constantFrom("padded", "unpadded", "url-safe") as fc.Arbitra
   "padded" | "unpadded" | "url-safe"
 >;
 
-/** `b64` with `+`, `/` and `=` URL-escaped, as encodeURIComponent writes them, in upper or lower case. */
-function escaped(b64: string, upper: boolean): string {
-  const e = encodeURIComponent(b64);
-  return upper ? e : e.replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase());
+/** The URL encoder: which of base64's `+`, `/`, `=` it escapes. */
+type Encoder = "encodeURIComponent" | "quote" | "PathEscape";
+const encoder = fc.constantFrom("encodeURIComponent", "quote", "PathEscape") as fc.Arbitrary<Encoder>;
+const ESCAPES: Record<Encoder, RegExp> = {
+  encodeURIComponent: /[+/=]/g, // URLSearchParams, Go's QueryEscape, Python's quote_plus too
+  quote: /[+=]/g, // Python's urllib.parse.quote, whose default keeps "/"
+  PathEscape: /\//g, // Go's url.PathEscape, which keeps "+" and "="
+};
+
+/** `b64` as `enc` writes it, the escapes' hex in upper or lower case. */
+function escaped(b64: string, enc: Encoder, upper: boolean): string {
+  return b64.replace(ESCAPES[enc], (c) => {
+    const hex = c.charCodeAt(0).toString(16);
+    return `%${upper ? hex.toUpperCase() : hex}`;
+  });
 }
 
 function base64(bytes: Buffer, kind: "padded" | "unpadded" | "url-safe"): string {
@@ -64,17 +76,18 @@ function survivors(
   v: string,
   before: string,
   kind: "padded" | "unpadded" | "url-safe",
+  enc: Encoder,
   up: boolean,
 ) {
   const bytes = Buffer.from(v, "utf8");
   const head = Buffer.from(before, "utf8");
   const whole = base64(Buffer.concat([head, bytes]), kind);
-  const fragment = escaped(valueOnly(whole, head.length, bytes.length), up);
+  const fragment = escaped(valueOnly(whole, head.length, bytes.length), enc, up);
   const left: string[] = [];
-  for (const c of contexts(escaped(whole, up))) {
+  for (const c of contexts(escaped(whole, enc, up))) {
     const out = c.scrub(released);
     // (with nothing before it, the whole of it, its escaped padding too, is the value's)
-    if (before === "" && out.includes(escaped(whole, up))) left.push(`${c.name}: the whole form left`);
+    if (before === "" && out.includes(escaped(whole, enc, up))) left.push(`${c.name}: the whole form left`);
     const at = out.indexOf(fragment);
     if (at !== -1)
       left.push(
@@ -87,10 +100,10 @@ function survivors(
 describe("a released value's base64, URL-escaped", () => {
   it("is caught alone and inside longer base64 at every alignment, in either hex case", () => {
     fc.assert(
-      fc.property(value, prefix, alphabet, upper, (v, before, kind, up) => {
+      fc.property(value, prefix, alphabet, encoder, upper, (v, before, kind, enc, up) => {
         const released = new ReleasedValues();
         released.add("api", v);
-        expect(survivors(released, v, before, kind, up)).toEqual([]);
+        expect(survivors(released, v, before, kind, enc, up)).toEqual([]);
       }),
       { numRuns: 300 },
     );
@@ -98,18 +111,18 @@ describe("a released value's base64, URL-escaped", () => {
 
   it("is caught for a value too long for the regexes (over 256 characters)", () => {
     fc.assert(
-      fc.property(value, prefix, alphabet, upper, (v, before, kind, up) => {
+      fc.property(value, prefix, alphabet, encoder, upper, (v, before, kind, enc, up) => {
         let long = v;
         while (long.length <= 256) long += v;
         const released = new ReleasedValues();
         released.add("api", long);
-        expect(survivors(released, long, before, kind, up)).toEqual([]);
+        expect(survivors(released, long, before, kind, enc, up)).toEqual([]);
       }),
       { numRuns: 30 },
     );
   });
 
-  it('the brief\'s example: encodeURIComponent(base64("user:" + value)) is replaced', () => {
+  it('the case reported: encodeURIComponent(base64("user:" + value)) is replaced', () => {
     const v = "sk-live?>>~~~???-9f3c>>";
     const released = new ReleasedValues();
     released.add("api", v);
