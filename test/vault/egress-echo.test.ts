@@ -280,7 +280,7 @@ describe("other spellings of a released value in an answer", () => {
     }
   });
 
-  it("base64 as encoders that escape `+`, `/` and `=` write it: `\\/` in JSON once or twice, `\\u002B`, URL escapes in either case", () => {
+  it("base64 as encoders that escape `+`, `/` and `=` write it: `\\/` in JSON once or twice, `\\u002B`, URL escapes in either case, all three or as quote() and PathEscape do", () => {
     // a value whose base64 forms hold all three, whole and at each alignment inside longer base64
     const v = "sk-live?>>~~~???-9f3c>>";
     const sv = spellingsOf(new Map([["api", v]]));
@@ -294,6 +294,11 @@ describe("other spellings of a released value in an answer", () => {
         (t) => encodeURIComponent(t).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()),
         decodeURIComponent,
       ],
+      // Python's quote(): `/` kept; Go's PathEscape: `/` alone escaped
+      pythonQuote: [(t) => t.replaceAll("+", "%2B").replaceAll("=", "%3D"), decodeURIComponent],
+      pythonQuoteLower: [(t) => t.replaceAll("+", "%2b").replaceAll("=", "%3d"), decodeURIComponent],
+      goPathEscape: [(t) => t.replaceAll("/", "%2F"), decodeURIComponent],
+      goPathEscapeLower: [(t) => t.replaceAll("/", "%2f"), decodeURIComponent],
     };
     for (const user of ["", "u:", "us:", "user:"]) {
       const b64 = Buffer.from(`${user}${v}`).toString("base64");

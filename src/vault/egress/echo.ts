@@ -395,9 +395,9 @@ function alignedFragment(bytes: Buffer, offset: number): string {
 
 const urlSafe = (b64: string) => b64.replaceAll("+", "-").replaceAll("/", "_");
 
-/** `+`, `/` and `=` URL-escaped, the escapes' hex in upper or lower case. */
-const urlEscaped = (upper: boolean) => (b64: string) =>
-  b64.replace(/[+/=]/g, (c) => {
+/** `chars` of base64 (`+`, `/`, `=`) URL-escaped, the escapes' hex in upper or lower case. */
+const urlEscaped = (upper: boolean, chars: RegExp) => (b64: string) =>
+  b64.replace(chars, (c) => {
     const hex = c.charCodeAt(0).toString(16);
     return `%${upper ? hex.toUpperCase() : hex}`;
   });
@@ -408,17 +408,22 @@ const urlEscaped = (upper: boolean) => (b64: string) =>
  * JSON string inside another (`\\/`, or `\\\/` where the outer encoder escapes `/` too); in
  * a JSON string with `+` written `\u002B` (.NET's System.Text.Json, by default); URL-escaped
  * (`%2B`, `%2F`, `%3D`: encodeURIComponent, Python's quote_plus, form encoding, Go's QueryEscape), in
- * either hex case (Python's quote() keeps `/`, Go's PathEscape escapes only `/`: such mixes are not
- * looked for). A form with none of these characters is the same in all of them, and looked
- * for once.
+ * either hex case, and the two partial escapings common encoders write: Python's quote() (`+` and
+ * `=` escaped, `/` kept) and Go's PathEscape (`/` alone escaped), as the gateway's output scrubber
+ * looks for them too (src/vault/scrub.ts). Other mixes are not looked for. A form with none of
+ * these characters is the same in all of them, and looked for once.
  */
 const escapedForms: readonly [(b64: string) => string, number][] = [
   [(b64) => b64.replaceAll("/", "\\/"), BACKSLASH],
   [(b64) => b64.replaceAll("/", "\\\\/"), BACKSLASH],
   [(b64) => b64.replaceAll("/", "\\\\\\/"), BACKSLASH],
   [(b64) => b64.replaceAll("+", "\\u002B"), BACKSLASH],
-  [urlEscaped(true), PERCENT],
-  [urlEscaped(false), PERCENT],
+  [urlEscaped(true, /[+/=]/g), PERCENT],
+  [urlEscaped(false, /[+/=]/g), PERCENT],
+  [urlEscaped(true, /[+=]/g), PERCENT],
+  [urlEscaped(false, /[+=]/g), PERCENT],
+  [urlEscaped(true, /\//g), PERCENT],
+  [urlEscaped(false, /\//g), PERCENT],
 ];
 
 /**
