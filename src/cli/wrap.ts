@@ -392,6 +392,11 @@ function unwrap(files: HostFile[], stateDir: string, target: string | undefined)
     restoredAny ||= r.how === "exact" || r.restored.length > 0;
     const what = r.how === "exact" ? "restored byte for byte" : `restored ${shownKeys(r.restored)}`;
     say(`${r.file}: ${what}`);
+    // what the user added for portcullis alone is not carried over to the bare server: said, not silent
+    for (const o of r.runOptionsDropped)
+      say(
+        `  ${shownKey(o.key)}: dropped with the wrap, the run options added since: ${o.options.join(", ")}`,
+      );
     for (const d of r.dropped) say(`  nothing to restore: ${shownKey(d.key)} (${d.why})`);
     for (const e of r.elsewhere)
       say(`  still wrapped, from another project: ${e} (unwrap it there, or unwrap ${r.file})`);

@@ -37,6 +37,7 @@ import {
   tableName,
 } from "./document.js";
 import type { HostFile } from "./hosts.js";
+import { runOptionsEdited } from "./unwrapRunOptions.js";
 import type { RecordedEntry, WrapRecord } from "./wrapRecord.js";
 import { carryOverV1, WRAP_FORMAT_V1 } from "./wrapRecordV1.js";
 
@@ -584,6 +585,8 @@ export interface UnwrapResult {
   /** "exact": the original bytes are back; "entries": the file was edited since, only wrap's values were restored */
   how: "exact" | "entries";
   restored: string[];
+  /** restored entries whose `run` options were added or changed since wrap: those options went with the wrap */
+  runOptionsDropped: { key: string; options: string[] }[];
   /** entries whose record was dropped with nothing to restore: gone from the file, or no longer running portcullis */
   dropped: { key: string; why: string }[];
   /** entries still wrapped but changed since: their record is kept */
@@ -606,8 +609,11 @@ function inReach(host: HostFile, e: RecordedEntry, all: boolean): boolean {
  * The original bytes come back when the file is exactly as wrap left it and every entry is
  * undone. Otherwise each entry on its own: when its command and args are still what wrap wrote,
  * those two are restored and whatever else the host changed in the entry (env, a comment) stays.
- * An entry still wrapped but with other command or args keeps its record and is reported with
- * what to do; one that is gone or no longer runs portcullis has nothing to restore.
+ * So are they when only `run`'s options before the '--' were edited (`--on-change restart`, as
+ * the gateway's status line advises) and the server after it is exactly the recorded one: those
+ * options go with the wrap, and are named. An entry still wrapped but with other command or args
+ * keeps its record and is reported with what to do; one that is gone or no longer runs portcullis
+ * has nothing to restore.
  */
 export function unwrapFile(host: HostFile, stateDir: string, all = false): UnwrapResult {
   const path = recordPath(stateDir, host.file);
@@ -629,6 +635,7 @@ export function unwrapFile(host: HostFile, stateDir: string, all = false): Unwra
     file: host.file,
     how: "entries",
     restored: [],
+    runOptionsDropped: [],
     dropped: [],
     stuck: [],
     elsewhere,
@@ -646,12 +653,16 @@ export function unwrapFile(host: HostFile, stateDir: string, all = false): Unwra
     const table = e.path.slice(0, -1);
     const current = entryAt(host, now, table, key);
     // compared as JSON: a TOML table has no prototype, the record's copy has Object's
+    const asWrapped = current !== undefined && sameJson(launchOf(current), launchOf(e.wrapped));
+    // run's options edited before the '--', the recorded server after it
+    const edited = current === undefined || asWrapped ? null : runOptionsEdited(current, e);
     if (current === undefined) result.dropped.push({ key, why: "no longer in the file" });
-    else if (sameJson(launchOf(current), launchOf(e.wrapped))) {
+    else if (asWrapped || edited !== null) {
       const restored: Entry = { ...current, command: e.original.command, args: e.original.args };
       if (e.original.args === undefined) delete restored.args;
       back.push({ table, key, entry: restored });
       result.restored.push(key);
+      if (edited !== null && edited.length > 0) result.runOptionsDropped.push({ key, options: edited });
     } else if (!isWrapped(current)) result.dropped.push({ key, why: "it no longer runs portcullis" });
     else {
       keep[k] = e;
