@@ -21,6 +21,9 @@
 // compiles, off the path to the answer while a core is free), and from spawn to that result; then
 // the medians of the differences this − base, pair by pair, with their quartiles (the `run`
 // options after `--` are not used: the command line is bench/startup's).
+// --start --cold: cold starts instead, as bench/startup's (a fresh state directory, its keyring
+// made beforehand, and a fresh digest cache for every start: the whole tree is digested); the
+// CPU is then the process's own count, which keeps the time of the hashing threads that ended.
 // Needs `npm run build` (this build) and the other build's dist/. Linux only (schedstat).
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -38,6 +41,7 @@ const { values, positionals } = parseArgs({
     method: { type: "string", default: "tools/call" },
     first: { type: "boolean", default: false },
     start: { type: "boolean", default: false },
+    cold: { type: "boolean", default: false },
   },
   allowPositionals: true,
 });
@@ -187,8 +191,8 @@ function threadCpu(pid) {
   };
 }
 
-/** A state directory (made by `init`) and digest cache of build `cli`, warmed by one start. */
-async function warmState(cli) {
+/** A state directory (made by `init`) and digest cache of build `cli`, warmed by one start unless cold. */
+async function warmState(cli, cold = false) {
   const stateDir = mkdtempSync(join(tmpdir(), "portcullis-ab-start-"));
   const cacheDir = mkdtempSync(join(tmpdir(), "portcullis-ab-cache-"));
   const passFile = `${stateDir}.pass`;
@@ -204,8 +208,15 @@ async function warmState(cli) {
       for (const p of [stateDir, cacheDir, passFile]) rmSync(p, { recursive: true, force: true });
     },
   };
-  await warmStart(state);
+  if (!cold) await warmStart(state);
   return state;
+}
+
+/** CPU ms of `pid` by its own count (utime + stime, 10 ms ticks): threads that ended included. */
+function processCpu(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** One start to its first tools/list result: ms from spawn, and its CPU then. */
@@ -233,6 +244,7 @@ function warmStart(state) {
           send({ jsonrpc: "2.0", id: 2, method: "tools/list", params: {} });
         } else if (msg.id === 2 && out === null) {
           out = { ms: Number(process.hrtime.bigint() - t0) / 1e6, ...threadCpu(child.pid) };
+          if (values.cold) out.all = Math.max(out.all, processCpu(child.pid));
           if (!msg.result?.tools?.length) out = null;
           child.stdin.end();
         }
@@ -256,18 +268,21 @@ function warmStart(state) {
 }
 
 if (values.start) {
-  console.log("ab bench --start: warm starts to the first tools/list result, echo fixture, alternating");
+  const kind = values.cold ? "cold" : "warm";
+  console.log(`ab bench --start: ${kind} starts to the first tools/list result, echo fixture, alternating`);
   console.log(`this: ${join(REPO, "dist", "cli", "main.cjs")}\nbase: ${resolve(values.base)}`);
-  const states = [
-    await warmState(join(REPO, "dist", "cli", "main.cjs")),
-    await warmState(resolve(values.base)),
-  ];
+  const clis = [join(REPO, "dist", "cli", "main.cjs"), resolve(values.base)];
+  let states = values.cold ? [] : [await warmState(clis[0]), await warmState(clis[1])];
   const diffs = { all: [], main: [], ms: [] };
   const each = [[], []];
   try {
     for (let r = 0; r < Number(values.repeat); r++) {
       const order = r & 1 ? [1, 0] : [0, 1];
       const got = [];
+      if (values.cold) {
+        for (const s of states) s.close();
+        states = [await warmState(clis[0], true), await warmState(clis[1], true)];
+      }
       for (const i of order) got[i] = await warmStart(states[i]);
       const [a, b] = got;
       each[0].push(a);
