@@ -6,10 +6,12 @@ export {
   type ChangeProbe,
   captureStaticIdentity,
   changedParts,
+  coldTreeAhead,
   envDigest,
   finishRecord,
   IdentityError,
   identityDigest,
+  startHashingIfCold,
 } from "./capture.js";
 export { checkIncludes, IncludeError, setStateDir } from "./include.js";
 export { type ListOptions, listDescendants, processStartTime } from "./proc.js";
