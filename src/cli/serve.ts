@@ -14,7 +14,7 @@ import { auditSink } from "../gateway/auditSink.js";
 import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { closeOrphanIntents, OpenIntents } from "../gateway/openIntents.js";
 import { GatewayRegistry } from "../gateway/registry.js";
-import { DigestCache, setStateDir, startHashingIfCold } from "../identity/index.js";
+import { DigestCache, setStateDir } from "../identity/index.js";
 import { KeyringError, KeyringMissingError, keyringExists } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
 import { beginStoreEnding, DRAIN_BUSY_MS, type StoreEnding } from "../store/ending.js";
@@ -146,23 +146,6 @@ export async function serve(
   if (!keyringExists(stateDir)) throw noKeyring(stateDir);
   // the store and the keyring are never the server's code, whatever identity.include reaches
   setStateDir(stateDir);
-  const cache = new DigestCache(digestCacheFile());
-  // A first start of this server (no listings of its tree yet) hashes its whole dependency tree:
-  // the hashing workers start now and boot while the store and keyring are opened, instead of
-  // once the walk has begun (docs/performance.md, "Session forty-six: cold start")
-  if (!server.remote && !listen)
-    startHashingIfCold(
-      {
-        serverLabel: server.label,
-        command: server.command,
-        args: server.args,
-        cwd: server.cwd,
-        env: configuredEnv,
-        configDigest: "",
-        include: server.identity.include,
-      },
-      cache,
-    );
   const store = openStore(stateDir);
   let audit: AuditLog;
   try {
@@ -189,6 +172,7 @@ export async function serve(
       registry.statusLine(line);
     },
   };
+  const cache = new DigestCache(digestCacheFile());
   const env: Record<string, string> = { ...configuredEnv };
   // Credential variables hold placeholders in the environment the record digests; the values
   // of `deliver: "env"` scopes are added at each spawn, while the vault is unlocked.

@@ -13,7 +13,6 @@
 // 13 MB shared file, against a few ms for one tree). The main file keeps the single files'
 // digests and the metadata.
 import {
-  existsSync,
   mkdirSync,
   readdirSync,
   readFileSync,
@@ -328,14 +327,6 @@ export class DigestCache {
         over--;
       }
     }
-  }
-
-  /** Whether listings of the tree under `root` are held or kept in their file (a warm walk). */
-  hasListings(root: string): boolean {
-    const held = this.trees.get(root);
-    if (held !== undefined) return held.dirs.has(root);
-    const file = this.treeFile(root);
-    return file !== null && existsSync(file);
   }
 
   /** Where the listings of the tree under `root` are kept (null: nowhere, an in-memory cache). */

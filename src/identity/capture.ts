@@ -9,7 +9,6 @@ import type { DigestCache } from "./cache.js";
 import { DigestJob, type Slot } from "./digest.js";
 import { isFile, realpathOr } from "./files.js";
 import { loadGlob } from "./glob.js";
-import { HashPool } from "./hash.js";
 import { matchIncludes, warnIncludes } from "./includeMatch.js";
 import { MAX_LINKED_FILES, type Reached, walkReached, warnOnce } from "./linked.js";
 import { isOwnExecutable } from "./proc.js";
@@ -77,7 +76,8 @@ export async function captureStaticIdentity(
   probe?: ChangeProbe,
   alsoWarm: readonly string[] = [],
 ): Promise<StaticIdentity> {
-  const { cwd, r, codeDir, nmRoot } = launchTree(spec);
+  const cwd = resolve(spec.cwd);
+  const r = resolveLaunch(spec.command, spec.args, cwd, spec.env);
   const patterns = spec.include ?? [];
   const globSync = patterns.length > 0 ? await loadGlob() : null;
   const job = new DigestJob(cache, Date.now(), probe?.since ?? null);
@@ -87,11 +87,13 @@ export async function captureStaticIdentity(
     r.executable === null ? null : job.file(r.executable, !isInstalledTool(spec.command, r.executable));
   const entrySlot = r.entry === null ? null : job.file(r.entry, true);
   const wrapperSlots = r.wrappers.map((w) => [w, job.file(w, true)] as const);
+  const codeDir = r.entry === null ? cwd : preservesSymlinks(spec) ? dirname(r.entry) : entryDir(r.entry);
   const lockPath = findUp(codeDir, LOCKFILES);
   const lockSlot = lockPath === null ? null : job.file(lockPath, true);
   const rtExe = r.runtime?.exe ?? null;
   const rtSlot = rtExe === null ? null : rtExe === r.executable ? exeSlot : job.file(rtExe);
   for (const p of alsoWarm) job.alsoWarm(p); // skipped when queued above or cached
+  const nmRoot = usesNodeModules(r) ? nodeModulesRoot(codeDir) : null;
   const walked =
     nmRoot === null
       ? null
@@ -156,41 +158,6 @@ export async function captureStaticIdentity(
   // what was read of the server's own files, for the watcher set up after this returns
   rememberSeen(identity, job.seen);
   return identity;
-}
-
-/** What a launch of `spec` runs, where its code is, and the dependency tree it loads from. */
-function launchTree(spec: LaunchSpec): { cwd: string; r: Resolved; codeDir: string; nmRoot: string | null } {
-  const cwd = resolve(spec.cwd);
-  const r = resolveLaunch(spec.command, spec.args, cwd, spec.env);
-  const codeDir = r.entry === null ? cwd : preservesSymlinks(spec) ? dirname(r.entry) : entryDir(r.entry);
-  const nmRoot = usesNodeModules(r) ? nodeModulesRoot(codeDir) : null;
-  return { cwd, r, codeDir, nmRoot };
-}
-
-/**
- * Whether a capture of `spec` will walk a dependency tree that `cache` holds no listings of: a
- * cold walk, which hashes every file of the tree (HashPool.startAhead). Only a forecast, made
- * before the launch: false when the launch cannot be resolved.
- */
-export function coldTreeAhead(spec: LaunchSpec, cache: DigestCache): boolean {
-  try {
-    const { nmRoot } = launchTree(spec);
-    return nmRoot !== null && !cache.hasListings(nmRoot);
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Starts the hashing workers of a capture of `spec` now when that capture will be cold
- * (coldTreeAhead): they boot while the caller opens its store, not after the walk has begun. The
- * capture's pool takes them; any capture's end stops those it did not take. Returns whether it
- * started them.
- */
-export function startHashingIfCold(spec: LaunchSpec, cache: DigestCache): boolean {
-  if (!coldTreeAhead(spec, cache)) return false;
-  HashPool.startAhead();
-  return true;
 }
 
 /**

@@ -126,19 +126,6 @@ export const POOL_MIN_FILES = 1500;
 const CHUNK = 32;
 
 /**
- * Workers started before a capture that is expected to be cold (HashPool.startAhead), so that
- * their start (~40 ms of a core each) overlaps the gateway opening its store instead of the walk.
- * The next pool that starts takes them; the next pool that closes ends any left.
- */
-let ahead: Worker[] = [];
-
-function newWorker(): Worker {
-  const w = new Worker(WORKER_SOURCE, { eval: true });
-  w.on("error", () => {});
-  return w;
-}
-
-/**
  * Worker threads for one capture. Start early (while walking the tree) so they are up by the time
  * hashing begins; the calling thread hashes too, so workers that are not ready yet cost nothing.
  */
@@ -155,46 +142,15 @@ export class HashPool {
   }
 
   start(size = HashPool.defaultSize()): void {
-    while (this.workers.length < size && ahead.length > 0) {
-      const w = ahead.pop()!;
-      w.ref();
-      this.workers.push(w);
-    }
     while (this.workers.length < size) {
       try {
-        this.workers.push(newWorker());
+        const w = new Worker(WORKER_SOURCE, { eval: true });
+        w.on("error", () => {});
+        this.workers.push(w);
       } catch {
         return;
       }
     }
-  }
-
-  /**
-   * Starts the workers of the next pool now (unreferenced: they keep no process alive). For a
-   * start whose capture will hash a whole tree: they boot while the caller does other work.
-   */
-  static startAhead(size = HashPool.defaultSize()): void {
-    while (ahead.length < size) {
-      try {
-        const w = newWorker();
-        w.unref();
-        ahead.push(w);
-      } catch {
-        return;
-      }
-    }
-  }
-
-  /** How many workers started ahead wait for a pool. @internal (tests) */
-  static get waitingAhead(): number {
-    return ahead.length;
-  }
-
-  /** Ends the workers started ahead that no pool took (the capture did not need them). */
-  static dropAhead(): void {
-    const ws = ahead;
-    ahead = [];
-    for (const w of ws) void w.terminate().catch(() => 0);
   }
 
   get started(): boolean {
@@ -264,7 +220,6 @@ export class HashPool {
   }
 
   async close(): Promise<void> {
-    HashPool.dropAhead();
     const ws = this.workers;
     this.workers = [];
     await Promise.all(ws.map((w) => w.terminate().catch(() => 0)));

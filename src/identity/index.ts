@@ -6,12 +6,10 @@ export {
   type ChangeProbe,
   captureStaticIdentity,
   changedParts,
-  coldTreeAhead,
   envDigest,
   finishRecord,
   IdentityError,
   identityDigest,
-  startHashingIfCold,
 } from "./capture.js";
 export { checkIncludes, IncludeError, setStateDir } from "./include.js";
 export { type ListOptions, listDescendants, processStartTime } from "./proc.js";
