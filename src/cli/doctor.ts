@@ -1,5 +1,5 @@
 import { safeText } from "../catalog/text.js";
-import { doctor } from "../onboard/doctor.js";
+import { consoleLine, doctor } from "../onboard/doctor.js";
 import { printableJson } from "../util/printableJson.js";
 import { parse } from "./args.js";
 import { EXIT_CHECK_FAILED } from "./errors.js";
@@ -35,7 +35,7 @@ export async function doctorCommand(args: string[]): Promise<number> {
     `state directory  ${t(r.stateDir.path)}  (from the ${r.stateDir.why}${r.stateDir.mode ? `, mode ${t(r.stateDir.mode)}` : ""})`,
   );
   out.push(`keyring          ${r.keyring ? "present" : "missing or unusable (see the findings)"}`);
-  out.push(`console          ${t(r.console)}`);
+  out.push(`console          ${t(consoleLine(r.console))}`);
   out.push(
     `versions         node ${r.versions.node}, portcullis ${r.versions.portcullis}, SQLite ${r.versions.sqlite ?? "(no store yet)"}`,
   );

@@ -25,7 +25,7 @@ import {
 } from "../keyring/keyring.js";
 import { missingSchema, openStore, type Store, StoreError, storeFailure } from "../store/db.js";
 import { KNOWN_SCHEMA_VERSION, portcullisVersion } from "../store/schemaVersion.js";
-import { quotedCommand, STORE_FILE, stateDirPath } from "../store/stateDir.js";
+import { quotedCommand, quotedLine, STORE_FILE, stateDirFlagFor, stateDirPath } from "../store/stateDir.js";
 import { storeAdvice } from "../store/storeAdvice.js";
 import type { StoreCause } from "../store/storeError.js";
 import { closedDirectory } from "../util/errno.js";
@@ -74,7 +74,12 @@ export interface DoctorReport {
     /** why its host chain cannot be read from here (another PID namespace, or cannot tell); null when it can */
     unseen: string | null;
   }[];
-  console: string;
+  /**
+   * The console of this state directory: its live address and owner, or not running with the
+   * command line that starts it (null when there is no state directory to run it on). Structured
+   * so that a script reads fields, not a sentence; the text output says it as a sentence.
+   */
+  console: { running: true; url: string; pid: number } | { running: false; start: string | null };
   hosts: {
     host: string;
     file: string;
@@ -283,7 +288,7 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
     stateDir: { path, why, mode: mode === null ? null : mode.toString(8) },
     keyring,
     gateways,
-    console: consoleLine(isDir ? path : null),
+    console: consoleState(isDir ? path : null),
     hosts,
     versions: { node: process.versions.node, portcullis: pkg.version, sqlite },
     // Each sentence quotes paths and names that are not portcullis's own (a directory's name may
@@ -556,15 +561,22 @@ function mayNotRead(path: string): boolean {
   }
 }
 
-/** The console's live address (its owner process checked), or "not running". */
-function consoleLine(stateDir: string | null): string {
+/** The console's live address (its owner process checked), or that it is not running and what starts it. */
+function consoleState(stateDir: string | null): DoctorReport["console"] {
   // no state directory (missing, or not one): 'portcullis console' would start on the default
   // one, or fail on this one; the findings say what to set up first
-  if (stateDir === null) return "not running (no state directory to run on: see the findings)";
+  if (stateDir === null) return { running: false, start: null };
   const live = readConsoleAddress(stateDir);
   return live
-    ? `${live.url} (pid ${live.pid})`
-    : `not running (${quotedCommand("console", stateDir)} starts it)`;
+    ? { running: true, url: live.url, pid: live.pid }
+    : { running: false, start: `portcullis console${stateDirFlagFor(stateDir)}` };
+}
+
+/** doctor's console line, as the text output says it. */
+export function consoleLine(state: DoctorReport["console"]): string {
+  if (state.running) return `${state.url} (pid ${state.pid})`;
+  if (state.start === null) return "not running (no state directory to run on: see the findings)";
+  return `not running (${quotedLine(state.start)} starts it)`;
 }
 
 /** The SQLite library the store uses, asked of an in-memory database (no state needed). */

@@ -75,7 +75,11 @@ export function stateDirFlagFor(dir: string): string {
  * quoting), so that what is between the quotes pastes as it is.
  */
 export function quotedCommand(args: string, stateDir: string | undefined): string {
-  const line = `portcullis ${args}${stateDir === undefined ? "" : stateDirFlagFor(stateDir)}`;
+  return quotedLine(`portcullis ${args}${stateDir === undefined ? "" : stateDirFlagFor(stateDir)}`);
+}
+
+/** A command line quoted as quotedCommand quotes one (double quotes when it holds a single quote). */
+export function quotedLine(line: string): string {
   return line.includes("'") ? `"${line}"` : `'${line}'`;
 }
 

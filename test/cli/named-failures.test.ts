@@ -157,8 +157,12 @@ describe("failures name their command", () => {
     const missing = join(tempDir(), "no-such-state");
     const r = await runCli(["doctor", "--json", "--state-dir", missing]);
     expect(r.code, r.stderr).toBe(1);
-    const report = JSON.parse(r.stdout) as { console: string; findings: { what: string; next: string }[] };
-    expect(report.console).toBe("not running (no state directory to run on: see the findings)");
+    const report = JSON.parse(r.stdout) as { console: unknown; findings: { what: string; next: string }[] };
+    expect(report.console).toEqual({ running: false, start: null });
+    const text = await runCli(["doctor", "--state-dir", missing]);
+    expect(text.stdout).toContain(
+      "console          not running (no state directory to run on: see the findings)\n",
+    );
     expect(report.findings.some((f) => f.what.includes("does not exist"))).toBe(true);
   });
 });

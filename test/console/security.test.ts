@@ -739,7 +739,9 @@ describe("one console per state directory", () => {
     expect(ticket).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(again.stdout.trim()).toBe(`the console is already running at ${base}/?ticket=${ticket}`);
     const doctor = await runCli(["doctor", "--json", "--state-dir", stateDir]);
-    expect(JSON.parse(doctor.stdout).console).toBe(`${base} (pid ${console_.pid})`);
+    expect(JSON.parse(doctor.stdout).console).toEqual({ running: true, url: base, pid: console_.pid });
+    const text = await runCli(["doctor", "--state-dir", stateDir]);
+    expect(text.stdout).toContain(`console          ${base} (pid ${console_.pid})\n`);
   });
 
   it("on exit it removes its address, and doctor says it is not running", async () => {
@@ -749,7 +751,14 @@ describe("one console per state directory", () => {
       await c.stop();
       expect(existsSync(join(dir, "console.json"))).toBe(false);
       const doctor = await runCli(["doctor", "--json", "--state-dir", dir]);
-      expect(JSON.parse(doctor.stdout).console).toMatch(/^not running/);
+      expect(JSON.parse(doctor.stdout).console).toEqual({
+        running: false,
+        start: `portcullis console --state-dir ${dir}`,
+      });
+      const text = await runCli(["doctor", "--state-dir", dir]);
+      expect(text.stdout).toContain(
+        `console          not running ('portcullis console --state-dir ${dir}' starts it)\n`,
+      );
     } finally {
       removeDir(dir);
     }
