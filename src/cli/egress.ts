@@ -13,10 +13,23 @@ export const EGRESS_HELP = `usage: portcullis egress [LABEL] [--json] [--state-d
 Every destination the servers' egress proxies saw, per server and execution epoch: host, port,
 scheme (http/https: read by the proxy; tunnel: passed through unread), method, how many requests,
 how many carried a released credential (and which scopes), how many were refused. Read from a
-plain index table in the store: no passphrase, and nothing secret in it.
+plain index table in the store: no passphrase, and nothing secret in it. Only a server run from
+portcullis.json whose entry has credentials delivered over HTTP, or "egress", has a proxy; one run
+as 'run -- COMMAND' (as wrap writes host entries) never has one.
 
 A LABEL no server has run under in this state directory is refused (exit 2); one that ran and
 contacted nothing is "no egress recorded", exit 0.`;
+
+/**
+ * Why a server has no egress to show. Only a server read from portcullis.json (`run LABEL`) can
+ * have a proxy: a server given on run's command line (`run -- COMMAND`, as wrap writes host
+ * entries) is never given one, and no run flag asks for one, so the way to it is said too.
+ * The store does not keep where a server's configuration came from, so this says both cases.
+ */
+const NO_PROXY_WHY =
+  `an egress proxy runs only for a server run from portcullis.json ('portcullis run LABEL') whose entry has credentials delivered over HTTP, or "egress"; ` +
+  `one run from the command line ('portcullis run -- COMMAND', as wrap writes host entries) never has one, and no run flag gives it one: ` +
+  `to record its egress, move it into portcullis.json with "egress": "record" (or its "credentials") and run it by its label`;
 
 const OPTIONS = {
   json: { type: "boolean" },
@@ -97,9 +110,7 @@ export async function egressCommand(args: string[]): Promise<number> {
     return EXIT_OK;
   }
   if (groups.length === 0) {
-    process.stdout.write(
-      `no egress recorded${label ? ` for ${safeText(label)}` : ""} (a server's proxy runs when it has credentials delivered over HTTP, or "egress" in portcullis.json)\n`,
-    );
+    process.stdout.write(`no egress recorded${label ? ` for ${safeText(label)}` : ""} (${NO_PROXY_WHY})\n`);
     return EXIT_OK;
   }
   // Hosts and methods are what a server sent out: terminal-safe before they are printed.

@@ -28,7 +28,15 @@ describe("egress LABEL", () => {
     expect(catalog.code).toBe(2);
     const quiet = await runCli(["egress", "quiet"], { stateDir });
     expect(quiet.code, quiet.stderr).toBe(0);
-    expect(quiet.stdout).toMatch(/^no egress recorded for quiet /);
+    // a `run -- COMMAND` gateway never has an egress proxy (nor a flag that gives it one):
+    // the line says so, and how to get one, not only portcullis.json's keys it never read
+    expect(quiet.stdout).toBe(
+      "no egress recorded for quiet (an egress proxy runs only for a server run from portcullis.json " +
+        `('portcullis run LABEL') whose entry has credentials delivered over HTTP, or "egress"; ` +
+        "one run from the command line ('portcullis run -- COMMAND', as wrap writes host entries) never has one, " +
+        `and no run flag gives it one: to record its egress, move it into portcullis.json with "egress": "record" ` +
+        `(or its "credentials") and run it by its label)\n`,
+    );
     const quietJson = await runCli(["egress", "quiet", "--json"], { stateDir });
     expect(quietJson.code, quietJson.stderr).toBe(0);
     expect(JSON.parse(quietJson.stdout)).toEqual({ epochs: [] });
