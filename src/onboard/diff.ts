@@ -11,8 +11,12 @@
  * added, whole: a longer diff, never a crash.
  */
 export function lineDiff(a: string, b: string, name: string): string {
-  const x = a.split("\n");
-  const y = b.split("\n");
+  // A newline ends a line; it does not start an empty one. Split as they were, two texts ending in
+  // one both got a last line "", printed as a context line of two spaces (a blank line) after a
+  // change near the end. When only one of them ends in a newline, that "" stays: the change it is.
+  const bothEnd = a.endsWith("\n") && b.endsWith("\n");
+  const x = (bothEnd ? a.slice(0, -1) : a).split("\n");
+  const y = (bothEnd ? b.slice(0, -1) : b).split("\n");
   const ops = editScript(x, y);
   const keep = ops.map((o, k) => o[0] !== " " || ops[k - 1]?.[0] !== " " || ops[k + 1]?.[0] !== " ");
   const lines = [`--- ${name}`, `+++ ${name} (wrapped)`];

@@ -135,6 +135,21 @@ describe("wrap --dry-run", () => {
     expect(r.stdout).toContain("\\u001b]0;owned\\u0007");
     expect(r.stdout).not.toContain("\u001b");
   });
+
+  it("a change on the file's last line: no blank context line for the newline that ends it", async () => {
+    const u = user();
+    const file = u.files["claude-code"];
+    const before = '{"mcpServers": {"a": {"command": "node", "args": ["a.js"]}}}\n';
+    writeFileSync(file, before);
+    const r = await u.cli(["wrap", "claude-code", "--dry-run"]);
+    expect(r.code, r.stderr).toBe(0);
+    // the diff is the two headers and the line replaced; the summary line follows it at once
+    const lines = r.stdout.split("\n");
+    expect(lines.slice(0, 3)).toEqual([`--- ${file}`, `+++ ${file} (wrapped)`, `- ${before.trimEnd()}`]);
+    expect(lines[3]).toMatch(/^\+ \{"mcpServers": \{"a": \{"command": /);
+    expect(lines[4]).toBe(`${file}: would wrap a`);
+    expect(read(file)).toBe(before);
+  });
 });
 
 describe("a host file that does not parse", () => {
