@@ -68,3 +68,28 @@ export function runOptionsEdited(current: Entry, e: RecordedEntry): string[] | n
   const before = new Set(runOptionWords(wrappedRun.slice(0, wrappedSep) as string[]) ?? []);
   return now.filter((w) => !before.has(w)).map(shownOption);
 }
+
+/**
+ * Which parts of a still-wrapped entry unwrap refuses to give back differ from what wrap wrote,
+ * for its refusal: the server after run's first '--', the node in "command", the portcullis CLI
+ * in the first of "args", run's options before the '--' (not only options run takes, each once),
+ * or the "run … --" itself gone. Run options edited as run reads them are not named: unwrap
+ * gives those back (runOptionsEdited), so they are not why an entry is refused.
+ */
+export function changedParts(current: Entry, e: RecordedEntry): string[] {
+  const parts: string[] = [];
+  const args: unknown[] = Array.isArray(current.args) ? current.args : [];
+  const wrapped: unknown[] = Array.isArray(e.wrapped.args) ? e.wrapped.args : [];
+  if (!sameJson(current.command, e.wrapped.command)) parts.push(`its "command" (the node wrap wrote)`);
+  if (!sameJson(args[0], wrapped[0])) parts.push(`the portcullis CLI it runs (the first of its "args")`);
+  const runAt = args.indexOf("run");
+  const sep = runAt === -1 ? -1 : args.indexOf("--", runAt + 1);
+  if (sep === -1) return [...parts, `its "args" (no "run" with a "--" before the server any more)`];
+  const original = [e.original.command, ...(Array.isArray(e.original.args) ? e.original.args : [])];
+  if (!sameJson(args.slice(sep + 1), original))
+    parts.push(`the server after its "--" (the command and args portcullis starts)`);
+  const options = args.slice(runAt + 1, sep);
+  if (!options.every((w) => typeof w === "string") || runOptionWords(options as string[]) === null)
+    parts.push(`run's options before its "--" (not only options run takes, each once)`);
+  return parts.length > 0 ? parts : [`its "command" or "args"`];
+}

@@ -37,7 +37,7 @@ import {
   tableName,
 } from "./document.js";
 import type { HostFile } from "./hosts.js";
-import { runOptionsEdited } from "./unwrapRunOptions.js";
+import { changedParts, runOptionsEdited } from "./unwrapRunOptions.js";
 import type { RecordedEntry, WrapRecord } from "./wrapRecord.js";
 import { carryOverV1, WRAP_FORMAT_V1 } from "./wrapRecordV1.js";
 
@@ -682,7 +682,7 @@ export function unwrapFile(host: HostFile, stateDir: string, all = false): Unwra
         : "";
       result.stuck.push({
         key,
-        todo: `"${key}" (${tableName(table)}) still runs portcullis but its command or args were changed since wrap, so unwrap cannot tell what to give back and kept its record: set its "command" to ${JSON.stringify(e.original.command)} and ${args} by hand (adding any argument you meant the server to get${where}), then run ${unwrapCommand(host.file, stateDir)} again to clear the record`,
+        todo: `"${key}" (${tableName(table)}) still runs portcullis but ${changedParts(current, e).join(" and ")} changed since wrap, so unwrap cannot tell what to give back and kept its record: set its "command" to ${JSON.stringify(e.original.command)} and ${args} by hand (adding any argument you meant the server to get${where}), then run ${unwrapCommand(host.file, stateDir)} again to clear the record`,
       });
     }
   }

@@ -85,35 +85,58 @@ describe("unwrap of an entry whose run options were edited as the status line ad
   });
 
   it("JSON: anything else changed is still refused, the record kept: an argument after '--', another CLI, another node, an option run does not take, a word before '--'", async () => {
-    const edits: [string, (e: Doc) => void][] = [
+    // each with the part unwrap's refusal names as changed
+    const SERVER = `the server after its "--" (the command and args portcullis starts)`;
+    const OPTIONS = `run's options before its "--" (not only options run takes, each once)`;
+    const edits: [string, (e: Doc) => void, string][] = [
       [
         "an argument after '--' changed, beside an added run option",
         (e) => {
           beforeSeparator(e.args, "--on-change", "restart");
           e.args[e.args.length - 1] = "docs-mcp@2";
         },
+        SERVER,
       ],
-      ["an argument added after '--'", (e) => e.args.push("--verbose")],
-      ["another CLI", (e) => (e.args[0] = "/elsewhere/dist/cli/main.cjs")],
+      ["an argument added after '--'", (e) => e.args.push("--verbose"), SERVER],
+      [
+        "another CLI",
+        (e) => (e.args[0] = "/elsewhere/dist/cli/main.cjs"),
+        `the portcullis CLI it runs (the first of its "args")`,
+      ],
       [
         "another node",
         (e) => {
           e.command = "/usr/bin/node-other";
           beforeSeparator(e.args, "--on-change", "restart");
         },
+        `its "command" (the node wrap wrote)`,
       ],
-      ["an option run does not take", (e) => beforeSeparator(e.args, "--on-chnage", "restart")],
-      ["a word that is no option (a LABEL) before '--'", (e) => beforeSeparator(e.args, "docs")],
-      ["a second '--' inserted before the original one", (e) => beforeSeparator(e.args, "--", "npx")],
+      [
+        "another node and an argument after '--' removed",
+        (e) => {
+          e.command = "/usr/bin/node-other";
+          e.args.pop();
+        },
+        `its "command" (the node wrap wrote) and ${SERVER}`,
+      ],
+      ["an option run does not take", (e) => beforeSeparator(e.args, "--on-chnage", "restart"), OPTIONS],
+      ["a word that is no option (a LABEL) before '--'", (e) => beforeSeparator(e.args, "docs"), OPTIONS],
+      // run's first '--' ends its options: the server it would start is "npx -- npx -y docs-mcp"
+      ["a second '--' inserted before the original one", (e) => beforeSeparator(e.args, "--", "npx"), SERVER],
+      [
+        "the '--' removed",
+        (e) => e.args.splice(e.args.indexOf("--"), 1),
+        `its "args" (no "run" with a "--" before the server any more)`,
+      ],
     ];
-    for (const [what, edit] of edits) {
+    for (const [what, edit, part] of edits) {
       const u = user();
       const file = await wrappedThenEdited(u, edit);
       const edited = parseJsonc(read(file)).mcpServers["docs search"];
       const r = await u.cli(["unwrap", "claude-code"]);
       expect(r.code, what).toBe(1);
       expect(r.stderr, what).toContain(
-        `not restored: "docs search" ("mcpServers") still runs portcullis but its command or args were changed since wrap`,
+        `not restored: "docs search" ("mcpServers") still runs portcullis but ${part} changed since wrap, so unwrap`,
       );
       expect(r.stdout, what).not.toContain("dropped with the wrap");
       expect(parseJsonc(read(file)).mcpServers["docs search"], what).toEqual(edited);

@@ -390,7 +390,7 @@ describe("wrap then unwrap, each host format", () => {
     expect(r.code).toBe(1);
     expect(r.stdout).toContain(`${file}: restored inventory-local\n`);
     expect(r.stderr).toContain(
-      `not restored: "docs search" ("mcpServers") still runs portcullis but its command or args were changed since wrap, so unwrap cannot tell what to give back and kept its record: set its "command" to "npx" and set its "args" to ["-y","docs-mcp"] by hand (adding any argument you meant the server to get), then run portcullis unwrap ${file} again to clear the record`,
+      `not restored: "docs search" ("mcpServers") still runs portcullis but the server after its "--" (the command and args portcullis starts) changed since wrap, so unwrap cannot tell what to give back and kept its record: set its "command" to "npx" and set its "args" to ["-y","docs-mcp"] by hand (adding any argument you meant the server to get), then run portcullis unwrap ${file} again to clear the record`,
     );
     const back: Doc = parseJsonc(read(file));
     expect(back.mcpServers["inventory-local"]).toEqual({
