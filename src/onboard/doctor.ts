@@ -25,7 +25,7 @@ import {
 } from "../keyring/keyring.js";
 import { missingSchema, openStore, type Store, StoreError, storeFailure } from "../store/db.js";
 import { KNOWN_SCHEMA_VERSION, portcullisVersion } from "../store/schemaVersion.js";
-import { quotedCommand, quotedLine, STORE_FILE, stateDirFlagFor, stateDirPath } from "../store/stateDir.js";
+import { quotedLine, STORE_FILE, stateDirFlagFor, stateDirPath } from "../store/stateDir.js";
 import { storeAdvice } from "../store/storeAdvice.js";
 import type { StoreCause } from "../store/storeError.js";
 import { closedDirectory } from "../util/errno.js";

@@ -1,37 +1,20 @@
-// A request whose body comes with its head, in one write, into a tunnel to a declared host: the
-// proxy reads on while it prepares the request (the release rule, a connection to the upstream),
-// keeping what comes, and pauses the client once that is more than a head's worth (64 KiB). Once
-// the request is sent, the kept part goes after it and the client must flow again. Before,
-// nothing resumed it: a body over 64 KiB sent in one go stalled, and the upstream, waiting for
-// the rest, timed out (a 504, recorded failed). Also a chunked body, and one followed by a
-// pipelined request. In-process proxy, a real TCP upstream that answers once the body is whole.
-import { once } from "node:events";
-import { connect, createServer, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { EgressProxy, EgressRecord } from "../../src/vault/egress/proxy.js";
-import { startEgressProxy } from "../../src/vault/egress/proxy.js";
-import { removeDir, waitFor } from "../helpers/files.js";
-import { newStateDir } from "../helpers/state.js";
+import type { EgressRecord } from "../../src/vault/egress/proxy.js";
+import { waitFor } from "../helpers/files.js";
+import { type RawProxy, rawClient, rawProxy, recordsSince } from "./rawProxyKit.js";
 
-const quiet = { info() {}, warn() {}, debug() {}, status() {} };
 /** How long an awaited event may take before the test says which never came (no duration is asserted). */
 const BOUND = 5000;
 const SIZE = 1024 * 1024;
 
-let stateDir: string;
-let proxy: EgressProxy;
-let upstream: Server;
+let p: RawProxy;
 let host: string;
-const records: EgressRecord[] = [];
-const sockets = new Set<Socket>();
+let records: EgressRecord[];
 
 beforeAll(async () => {
-  stateDir = newStateDir();
   // answers each request, once its body is whole (by its length or its last chunk), with how many
   // bytes of body it got
-  upstream = createServer((s) => {
-    sockets.add(s);
-    s.on("error", () => {});
+  p = await rawProxy((s) => {
     let got = Buffer.alloc(0);
     s.on("data", (d: Buffer) => {
       got = Buffer.concat([got, d]);
@@ -56,51 +39,27 @@ beforeAll(async () => {
         s.write(`HTTP/1.1 200 OK\r\nContent-Length: ${said.length}\r\n\r\n${said}`);
       }
     });
-  });
-  upstream.listen(0, "127.0.0.1");
-  await once(upstream, "listening");
-  host = `127.0.0.1:${(upstream.address() as { port: number }).port}`;
-  proxy = await startEgressProxy({
-    stateDir,
-    credentials: [{ env: "API_KEY", secret: "api", deliver: "http", hosts: [host] }],
-    mode: "record",
-    calls: () => ({ epoch: "E1", inFlight: [] }),
-    timeoutMs: BOUND,
-    onRecord: (r) => records.push(r),
-    log: quiet,
-  });
+  }, BOUND);
+  ({ host, records } = p);
 });
 
 afterAll(async () => {
-  await proxy?.close();
-  for (const s of sockets) s.destroy();
-  upstream?.close();
-  removeDir(stateDir);
+  await p?.close();
 });
 
 /** Opens a tunnel, writes `request` in one write, and reads until `until` matches what came back. */
 async function tunnel(request: Buffer, until: RegExp): Promise<string> {
-  const s = connect(proxy.port, "127.0.0.1");
-  s.on("error", () => {});
-  let read = "";
-  s.on("data", (d: Buffer) => {
-    read += d.toString("latin1");
-  });
-  await once(s, "connect");
-  s.write(`CONNECT ${host} HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
-  await waitFor(() => read.includes("\r\n\r\n"), BOUND, "the CONNECT's answer");
-  expect(read).toBe("HTTP/1.1 200 Connection Established\r\n\r\n");
-  read = "";
+  const { s, read } = await rawClient(p, "tunnel", BOUND);
   s.write(request);
   try {
-    await waitFor(() => until.test(read), BOUND, `an answer matching ${until}`);
+    await waitFor(() => until.test(read()), BOUND, `an answer matching ${until}`);
   } finally {
     s.destroy();
   }
-  return read;
+  return read();
 }
 
-const since = (before: number) => records.slice(before).map((r) => [r.method, r.outcome, r.status]);
+const since = (before: number) => recordsSince(records, before);
 
 describe("a request body that comes with its head, in one write", () => {
   it("with a length: all of it reaches the upstream and the answer comes back; forwarded", async () => {

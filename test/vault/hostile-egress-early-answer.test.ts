@@ -9,33 +9,25 @@
 // body (64 MiB) is larger than every socket buffer between the client and the proxy, so a proxy
 // that stops reading it blocks the client's writes. In-process proxy, a real TCP upstream.
 import { once } from "node:events";
-import { connect, createServer, type Server, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { EgressProxy, EgressRecord } from "../../src/vault/egress/proxy.js";
-import { startEgressProxy } from "../../src/vault/egress/proxy.js";
-import { removeDir, waitFor } from "../helpers/files.js";
-import { newStateDir } from "../helpers/state.js";
+import type { EgressRecord } from "../../src/vault/egress/proxy.js";
+import { waitFor } from "../helpers/files.js";
+import { type RawProxy, rawClient, rawProxy, recordsSince, within as withinBound } from "./rawProxyKit.js";
 
-const quiet = { info() {}, warn() {}, debug() {}, status() {} };
 /** How long an awaited event may take before the test says which never came (no duration is asserted). */
 const BOUND = 10_000;
 const BODY = 64 * 1024 * 1024;
 const CHUNK = Buffer.alloc(64 * 1024, 0x61);
 
-let stateDir: string;
-let proxy: EgressProxy;
-let upstream: Server;
+let p: RawProxy;
 let host: string;
-const records: EgressRecord[] = [];
-const sockets = new Set<Socket>();
+let records: EgressRecord[];
 
 beforeAll(async () => {
-  stateDir = newStateDir();
   // /early: the head read, the body not: a 413 at once, and the connection's end; /cut: the
   // connection dropped once the head is read, no answer; any other path: a 200 naming it
-  upstream = createServer((s) => {
-    sockets.add(s);
-    s.on("error", () => {});
+  p = await rawProxy((s) => {
     let got = "";
     const onData = (d: Buffer) => {
       got += d.toString("latin1");
@@ -51,40 +43,16 @@ beforeAll(async () => {
       } else s.write(`HTTP/1.1 200 OK\r\nContent-Length: ${path.length}\r\n\r\n${path}`);
     };
     s.on("data", onData);
-  });
-  upstream.listen(0, "127.0.0.1");
-  await once(upstream, "listening");
-  host = `127.0.0.1:${(upstream.address() as { port: number }).port}`;
-  proxy = await startEgressProxy({
-    stateDir,
-    credentials: [{ env: "API_KEY", secret: "api", deliver: "http", hosts: [host] }],
-    mode: "record",
-    calls: () => ({ epoch: "E1", inFlight: [] }),
-    timeoutMs: BOUND,
-    onRecord: (r) => records.push(r),
-    log: quiet,
-  });
+  }, BOUND);
+  ({ host, records } = p);
 });
 
 afterAll(async () => {
-  await proxy?.close();
-  for (const s of sockets) s.destroy();
-  upstream?.close();
-  removeDir(stateDir);
+  await p?.close();
 });
 
 /** `p`, or an error naming what never came. */
-async function within<T>(p: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: never came`)), BOUND);
-  });
-  try {
-    return await Promise.race([p, bound]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const within = <T>(q: Promise<T>, what: string) => withinBound(q, what, BOUND);
 
 /** Writes BODY bytes, each write waiting for room; resolves once the last is handed to the kernel. */
 async function writeBody(s: Socket): Promise<void> {
@@ -96,29 +64,12 @@ async function writeBody(s: Socket): Promise<void> {
 
 async function client(how: "tunnel" | "absolute", path = "/early") {
   // (it writes on after the proxy's FIN: the body's rest, as a client that has not read the answer yet does)
-  const s = connect({ port: proxy.port, host: "127.0.0.1", allowHalfOpen: true });
-  s.on("error", () => {});
-  let read = "";
-  s.on("data", (d: Buffer) => {
-    read += d.toString("latin1");
-  });
-  const proxyEnded = new Promise<void>((resolve) => {
-    s.once("end", resolve);
-    s.once("close", resolve);
-  });
-  await once(s, "connect");
-  if (how === "tunnel") {
-    s.write(`CONNECT ${host} HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
-    await waitFor(() => read.includes("\r\n\r\n"), BOUND, "the CONNECT's answer");
-    expect(read).toBe("HTTP/1.1 200 Connection Established\r\n\r\n");
-    read = "";
-  }
-  const target = (path: string) => (how === "absolute" ? `http://${host}${path}` : path);
+  const { s, read, proxyEnded, target } = await rawClient(p, how, BOUND, true);
   s.write(`POST ${target(path)} HTTP/1.1\r\nHost: ${host}\r\nContent-Length: ${BODY}\r\n\r\n`);
-  return { s, read: () => read, proxyEnded, target };
+  return { s, read, proxyEnded, target };
 }
 
-const since = (before: number) => records.slice(before).map((r) => [r.method, r.outcome, r.status]);
+const since = (before: number) => recordsSince(records, before);
 
 describe("an upstream that answers before the request's body is whole", () => {
   it("tunnel: the client gets the answer, its whole body is read and dropped, and the tunnel ends; forwarded", async () => {

@@ -11,22 +11,18 @@
 // (plain HTTP through it) and in absolute form; in-process proxy, a real TCP upstream that answers
 // when the test says, so that each answer comes after the client's FIN.
 import { once } from "node:events";
-import { connect, createServer, type Server, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { EgressProxy, EgressRecord } from "../../src/vault/egress/proxy.js";
-import { startEgressProxy } from "../../src/vault/egress/proxy.js";
-import { removeDir, waitFor } from "../helpers/files.js";
-import { newStateDir } from "../helpers/state.js";
+import type { EgressRecord } from "../../src/vault/egress/proxy.js";
+import { waitFor } from "../helpers/files.js";
+import { type RawProxy, rawClient, rawProxy, recordsSince, within as withinBound } from "./rawProxyKit.js";
 
-const quiet = { info() {}, warn() {}, debug() {}, status() {} };
 /** How long an awaited event may take before the test says which never came (no duration is asserted). */
 const BOUND = 5000;
 
-let stateDir: string;
-let proxy: EgressProxy;
-let upstream: Server;
+let p: RawProxy;
 let host: string;
-const records: EgressRecord[] = [];
+let records: EgressRecord[];
 
 /** A request as the upstream got it (its head and the body its length announced), on its connection. */
 interface Arrived {
@@ -40,10 +36,8 @@ const upstreamEnded = new Set<Socket>();
 const headOn = new Map<string, Socket>();
 
 beforeAll(async () => {
-  stateDir = newStateDir();
   // Never answers by itself: the test writes each answer on the request's connection.
-  upstream = createServer((s) => {
-    s.on("error", () => {});
+  p = await rawProxy((s) => {
     s.on("end", () => upstreamEnded.add(s));
     s.on("close", () => upstreamEnded.add(s));
     let got = "";
@@ -60,65 +54,23 @@ beforeAll(async () => {
         arrived.push({ path, socket: s });
       }
     });
-  });
-  upstream.listen(0, "127.0.0.1");
-  await once(upstream, "listening");
-  host = `127.0.0.1:${(upstream.address() as { port: number }).port}`;
-  proxy = await startEgressProxy({
-    stateDir,
-    credentials: [{ env: "API_KEY", secret: "api", deliver: "http", hosts: [host] }],
-    mode: "record",
-    calls: () => ({ epoch: "E1", inFlight: [] }),
-    timeoutMs: BOUND,
-    onRecord: (r) => records.push(r),
-    log: quiet,
-  });
+  }, BOUND);
+  ({ host, records } = p);
 });
 
 afterAll(async () => {
-  await proxy?.close();
-  for (const s of headOn.values()) s.destroy();
-  upstream?.close();
-  removeDir(stateDir);
+  await p?.close();
 });
 
 /** `p`, or an error naming what never came. */
-async function within<T>(p: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: never came`)), BOUND);
-  });
-  try {
-    return await Promise.race([p, bound]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const within = <T>(q: Promise<T>, what: string) => withinBound(q, what, BOUND);
 
 const requestOf = async (path: string) =>
   (await waitFor(() => arrived.find((a) => a.path === path), BOUND, `${path} at the upstream`)).socket;
 
 /** A client of the proxy: in a tunnel (its 200 read) or speaking absolute form. */
 async function client(how: "tunnel" | "absolute") {
-  const s = connect(proxy.port, "127.0.0.1");
-  s.on("error", () => {});
-  let read = "";
-  s.on("data", (d: Buffer) => {
-    read += d.toString("latin1");
-  });
-  // the proxy's FIN (or the connection's close, whichever comes first)
-  const proxyEnded = new Promise<void>((resolve) => {
-    s.once("end", resolve);
-    s.once("close", resolve);
-  });
-  await once(s, "connect");
-  if (how === "tunnel") {
-    s.write(`CONNECT ${host} HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
-    await waitFor(() => read.includes("\r\n\r\n"), BOUND, "the CONNECT's answer");
-    expect(read).toBe("HTTP/1.1 200 Connection Established\r\n\r\n");
-    read = "";
-  }
-  const target = (path: string) => (how === "absolute" ? `http://${host}${path}` : path);
+  const { s, read, proxyEnded, target } = await rawClient(p, how, BOUND);
   return {
     /** a request that asks to keep the connection (no `Connection: close`) */
     get: (path: string) => `GET ${target(path)} HTTP/1.1\r\nHost: ${host}\r\n\r\n`,
@@ -130,17 +82,17 @@ async function client(how: "tunnel" | "absolute") {
       s.end();
       await once(s, "finish");
     },
-    read: () => read,
+    read,
     /** what was read by the time the proxy ended the connection */
     ended: async () => {
       await within(proxyEnded, "the proxy's end of the connection after the last answer");
-      return read;
+      return read();
     },
   };
 }
 
 /** the records since `before`, as [method, outcome, status] */
-const since = (before: number) => records.slice(before).map((r) => [r.method, r.outcome, r.status]);
+const since = (before: number) => recordsSince(records, before);
 
 describe("a client that half-closes after its request", () => {
   for (const how of ["tunnel", "absolute"] as const) {
