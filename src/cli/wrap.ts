@@ -8,6 +8,7 @@ import { lineDiff } from "../onboard/diff.js";
 import { credentialInClear } from "../onboard/doctorEnv.js";
 import { OnboardError, readHostServers, readServers } from "../onboard/document.js";
 import { HOSTS, type HostFile, type HostName, hostFileFromPath, hostFiles } from "../onboard/hosts.js";
+import type { LabelHistoryNote } from "../onboard/wrap.js";
 import {
   assertWritable,
   checkServersNamed,
@@ -15,6 +16,7 @@ import {
   planWrap,
   recordExists,
   serverKeyAsGiven,
+  unwrapCommand,
   unwrapFile,
   type WrapOptions,
   type WrapPlan,
@@ -205,22 +207,32 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
       wrapped: string[];
       leftAlone: WrapPlan["skipped"];
       credentialsInClear: { server: string; variables: string[] }[];
+      labelHistory: { server: string; label: string; own: string; chosen: boolean; message: string }[];
     }[] = [];
     for (const f of files) {
       const plan = values["dry-run"] ? planWrap(f, launcher, options).plan : wrapFile(f, launcher, options);
       const inClear = credentialsLeftInClear(plan);
+      const history = plan.labelHistory.map((n) => ({
+        server: n.key,
+        label: n.label,
+        own: n.own,
+        chosen: n.chosen,
+        message: labelHistoryLine(n, f, stateDir, values["dry-run"] === true),
+      }));
       report.push({
         host: f.host,
         file: f.file,
         wrapped: plan.wrapped,
         leftAlone: plan.skipped,
         credentialsInClear: inClear,
+        labelHistory: history,
       });
       if (values.json) continue;
       if (values["dry-run"] && plan.before !== plan.after) process.stdout.write(shownDiff(plan, f));
       const verb = values["dry-run"] ? "would wrap" : "wrapped";
       say(`${f.file}: ${verb} ${shownKeys(plan.wrapped)}`);
       for (const s of plan.skipped) say(`  left alone: ${shownKey(s.key)} (${s.why})`);
+      for (const h of history) say(`  ${h.message}`);
       // wrap leaves an entry's env as it is: a credential there stays in clear in the host file.
       // The doctor named reads the state directory the entries name: its advice's `vault set`
       // must store the value in the vault their gateways read, not in the default one.
@@ -412,6 +424,23 @@ function unwrap(files: HostFile[], stateDir: string, target: string | undefined)
       "next: restart the host (or reconnect these servers in it) so that it starts them without portcullis; until then it runs them through the gateways it started",
     );
   return stuck ? EXIT_CHECK_FAILED : 0;
+}
+
+/**
+ * What wrap says of a label the store's history holds for another server (LabelHistoryNote): the
+ * entry given the next free label, why, and how to file it under its own all the same; or, for a
+ * label --label chose, that it is kept and what that mixes.
+ */
+function labelHistoryLine(n: LabelHistoryNote, f: HostFile, stateDir: string, dry: boolean): string {
+  const own = quotedName(n.own);
+  const history = `the store's history under ${own} (its epochs, catalog revisions, approvals and egress) is of another server, launched with another command, args or cwd`;
+  const force = `--label ${shellWord(`${n.key}=${n.own}`)}`;
+  if (n.chosen)
+    return `warning: ${shownKey(n.key)} ${dry ? "would take" : "takes"} the label ${own}, as --label asks, though ${history}: the two are filed as one server (the next review compares this one with the other's last approved catalog)`;
+  const keep = dry
+    ? `give wrap ${force}`
+    : `run ${unwrapCommand(f.file, stateDir)}, then wrap again with ${force}`;
+  return `${shownKey(n.key)} ${dry ? "would get" : "gets"} the label ${quotedName(n.label)}, not ${own}: ${history}, and one label would mix the two; if it is that same server (moved or upgraded), to keep ${own}: ${keep}`;
 }
 
 /**

@@ -38,6 +38,7 @@ import {
 } from "./document.js";
 import type { HostFile } from "./hosts.js";
 import { changedParts, runOptionsEdited } from "./unwrapRunOptions.js";
+import { historyOfAnother, latestEpochServer } from "./wrapHistory.js";
 import type { RecordedEntry, WrapRecord } from "./wrapRecord.js";
 import { carryOverV1, WRAP_FORMAT_V1 } from "./wrapRecordV1.js";
 
@@ -58,6 +59,21 @@ export interface WrapPlan {
   after: string;
   wrapped: string[];
   skipped: { key: string; why: string }[];
+  /**
+   * Labels the store's history holds for another server (LabelHistoryNote): `chosen` false, the
+   * entry got `label` instead of its own, `own`; true, `--label` gave it `own` all the same.
+   */
+  labelHistory: LabelHistoryNote[];
+}
+
+/** A label whose history in the store is another server's, and what wrap did about it. */
+export interface LabelHistoryNote {
+  key: string;
+  /** the label the entry was given */
+  label: string;
+  /** the label whose history is another server's: its own (from its key), or the one --label chose */
+  own: string;
+  chosen: boolean;
 }
 
 export interface WrapOptions {
@@ -487,6 +503,12 @@ export function planWrap(
   );
   const replacements: ServerEntry[] = [];
   const entries: WrapRecord["entries"] = entryMap();
+  const labelHistory: LabelHistoryNote[] = [];
+  // a label the store's history holds for a server other than `e` (its latest epoch's command)
+  const anothersHistory = (label: string, e: Entry): boolean => {
+    const h = latestEpochServer(launcher.stateDir, label);
+    return h !== null && historyOfAnother(h, e, process.cwd());
+  };
   for (const s of read.servers.filter((s) => named(s.key))) {
     const { key, entry: e } = s;
     const pathKey = entryPathKey(s.table, key);
@@ -513,7 +535,7 @@ export function planWrap(
     const other = taken.get(label);
     // a record of this very entry (the host put a bare command back since) is replaced, not a clash
     if (other !== undefined && other.path !== `${host.file}\0${pathKey}` && !sameServer(other.entry, e)) {
-      const suggestion = freeLabel(label, (l) => taken.has(l) || planned.has(l));
+      const suggestion = freeLabel(label, (l) => taken.has(l) || planned.has(l) || anothersHistory(l, e));
       throw new LabelClash(
         key,
         suggestion,
@@ -522,10 +544,20 @@ export function planWrap(
         `${host.file}: server "${key}" would take the label "${label}", already used by ${other.where} for another server (its command, args, cwd or env differ); give this one its own label with --label ${shellWord(`${key}=${suggestion}`)}; nothing was written.`,
       );
     }
-    taken.set(label, { where: `"${key}" in ${host.file}`, entry: e, path: `${host.file}\0${pathKey}` });
-    const wrapped = wrapEntry(e, label, launcher);
+    // No live wrap holds the label, but the store's history may: an unwrapped server's epochs,
+    // catalog revisions and approvals stay filed under it. Another server's history is not
+    // handed on without a word: the label from the key moves on to the next free one; one the
+    // user chose with --label is kept, and said.
+    let given = label;
+    if ((other === undefined || other.path === `${host.file}\0${pathKey}`) && anothersHistory(label, e)) {
+      const chosen = chosenLabels?.has(key) === true;
+      if (!chosen) given = freeLabel(label, (l) => taken.has(l) || planned.has(l) || anothersHistory(l, e));
+      labelHistory.push({ key, label: given, own: label, chosen });
+    }
+    taken.set(given, { where: `"${key}" in ${host.file}`, entry: e, path: `${host.file}\0${pathKey}` });
+    const wrapped = wrapEntry(e, given, launcher);
     replacements.push({ table: s.table, key, entry: wrapped });
-    entries[pathKey] = { path: [...s.table, key], label, original: e, wrapped };
+    entries[pathKey] = { path: [...s.table, key], label: given, original: e, wrapped };
   }
   const after = replacements.length > 0 ? replaceEntries(host, before, replacements) : before;
   // A file wrapped before keeps the text before its first wrap; the pair of texts still undoes
@@ -541,7 +573,7 @@ export function planWrap(
           }
         : { format: "portcullis-wrap/2", file: host.file, originalText: before, wrappedText: after, entries };
   return {
-    plan: { host, before, after, wrapped: replacements.map((r) => r.key), skipped },
+    plan: { host, before, after, wrapped: replacements.map((r) => r.key), skipped, labelHistory },
     record,
   };
 }

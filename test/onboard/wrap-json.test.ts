@@ -31,6 +31,8 @@ describe("portcullis wrap --json", () => {
         leftAlone: [{ key: "remote", why: "an HTTP entry (url), which wrap leaves alone" }],
         // wrap leaves the env as it is: the token stays in clear in the host file, said by name
         credentialsInClear: [{ server: "inventory-local", variables: ["GITHUB_TOKEN"] }],
+        // no store in this state directory: no label's history is another server's
+        labelHistory: [],
       },
     ];
     expect(JSON.parse(dry.stdout)).toEqual({
