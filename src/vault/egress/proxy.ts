@@ -28,6 +28,7 @@ import {
   withoutTrailingDot,
 } from "./hosts.js";
 import { MAX_HEAD_BYTES } from "./http1.js";
+import { relayInterim } from "./interim.js";
 import { releaser } from "./release.js";
 import { decoding, IDENTITY_ONLY } from "./rewrite.js";
 import { upstreams } from "./upstreams.js";
@@ -253,6 +254,10 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       const midBody = req.complete ? undefined : req;
       fail(res, timedOut ? 504 : 502, `${destinationText(dest)}: ${e.message}`, midBody);
     });
+    // an answer's head, interim or final, read as the client will get it (echo.ts)
+    const clean = (v: string) =>
+      spellings ? headWithoutEchoes(Buffer.from(v, "latin1"), spellings).toString("latin1") : v;
+    upstream.on("information", (info) => relayInterim(req, res, info, clean));
     upstream.on("response", (up) => {
       const status = up.statusCode ?? 502;
       answered = status;
@@ -260,8 +265,6 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       // given on with the value taken out (echo.ts), the body in chunks Node frames for the
       // client; an answer without a body (HEAD, 204, 304) has only its head read
       const bodyless = req.method === "HEAD" || status === 204 || status === 304 || status < 200;
-      const clean = (v: string) =>
-        spellings ? headWithoutEchoes(Buffer.from(v, "latin1"), spellings).toString("latin1") : v;
       const raw: string[] = [];
       const codings: string[] = [];
       for (let i = 0; i + 1 < up.rawHeaders.length; i += 2) {
