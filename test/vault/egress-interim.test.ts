@@ -2,14 +2,20 @@
 // `103 Early Hints` (a `Link` built from the request's credential) before its 200. The client
 // gets each interim head, then the final answer (a proxy must pass them on, RFC 9110 §15.2), with
 // a released value taken out of the interim heads as of the final one; an HTTP/1.0 client gets
-// none. In-process proxy and vault holder,
+// none; a `101` the request did not ask for is never relayed, in absolute form or in a tunnel: a
+// 502, recorded failed. In-process proxy and vault holder,
 // a real TCP upstream; this process is the client, over real sockets.
 import { once } from "node:events";
 import { request } from "node:http";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createCa } from "../../src/vault/egress/certs.js";
-import { type CallInFlight, type EgressProxy, startEgressProxy } from "../../src/vault/egress/proxy.js";
+import {
+  type CallInFlight,
+  type EgressProxy,
+  type EgressRecord,
+  startEgressProxy,
+} from "../../src/vault/egress/proxy.js";
 import { holderSocketPath, runHolder } from "../../src/vault/holder.js";
 import { removeDir, waitFor } from "../helpers/files.js";
 import { newStateDir } from "../helpers/state.js";
@@ -29,10 +35,13 @@ const sockets = new Set<Socket>();
 /** the Authorization each request reached the upstream with */
 const got: string[] = [];
 /** the calls in flight: none, or one whose scope lets the proxy release the value */
+const records: EgressRecord[] = [];
 const window: { epoch: string; inFlight: CallInFlight[] } = { epoch: "E1", inFlight: [] };
 
-/** What the upstream says before its 200, the request's token in it. */
-function answer(token: string): string {
+/** What the upstream says before its 200, the request's token in it; `/switch`: a 101 instead. */
+function answer(path: string, token: string): string {
+  if (path === "/switch")
+    return "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n";
   return (
     "HTTP/1.1 102 Processing\r\n\r\n" +
     `HTTP/1.1 103 Early Hints\r\nLink: </style.css?k=${token}>; rel=preload; as=style\r\nX-Hint: ${token}\r\n\r\n` +
@@ -54,7 +63,7 @@ beforeAll(async () => {
         buf = buf.slice(end + 4);
         const token = /\r\nauthorization: Bearer ([^\r]*)/i.exec(head)?.[1] ?? "";
         got.push(token);
-        s.write(answer(token));
+        s.write(answer(/^\S+ (\S+)/.exec(head)?.[1] ?? "/", token));
       }
     });
   });
@@ -73,7 +82,7 @@ beforeAll(async () => {
     mode: "record",
     calls: () => window,
     timeoutMs: BOUND,
-    onRecord: () => {},
+    onRecord: (r) => records.push(r),
     log: quiet,
   });
 });
@@ -120,8 +129,11 @@ function viaProxy(token: string): Promise<Seen> {
   });
 }
 
-/** Everything the proxy writes back to `text`, read as bytes until it closes. */
-async function raw(text: string): Promise<string> {
+/**
+ * Everything the proxy writes back to `text`, read as bytes until it closes; `then` is written
+ * once the first answer's head came (a CONNECT's 200).
+ */
+async function raw(text: string, then?: string): Promise<string> {
   const s = connect(proxy.port, "127.0.0.1");
   s.on("error", () => {});
   let read = "";
@@ -130,6 +142,10 @@ async function raw(text: string): Promise<string> {
   });
   await once(s, "connect");
   s.write(text);
+  if (then !== undefined) {
+    await waitFor(() => read.includes("\r\n\r\n"), BOUND, "the CONNECT's answer");
+    s.write(then);
+  }
   try {
     await waitFor(() => s.destroyed || s.readableEnded || null, BOUND, "the proxy's close");
   } finally {
@@ -187,3 +203,20 @@ it("an HTTP/1.0 client gets no interim answer, only the final one", async () => 
   expect(wire).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nok$/);
   expect(wire).not.toMatch(/HTTP\/1\.1 1\d\d/);
 });
+
+for (const how of ["absolute", "tunnel"] as const)
+  it(`${how}: a 101 the request did not ask for is not relayed: a 502, recorded failed`, async () => {
+    const before = records.length;
+    const target = how === "absolute" ? `http://${host}/switch` : "/switch";
+    const get = `GET ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`;
+    let wire = await (how === "absolute"
+      ? raw(get)
+      : raw(`CONNECT ${host} HTTP/1.1\r\nHost: ${host}\r\n\r\n`, get));
+    if (how === "tunnel") wire = wire.slice(wire.indexOf("\r\n\r\n") + 4);
+    expect(wire).toMatch(/^HTTP\/1\.1 502 [\s\S]*a protocol switch the request did not ask for/);
+    expect(wire).not.toMatch(/HTTP\/1\.1 101/);
+    await waitFor(() => records.length > before || null, BOUND, "the record");
+    expect(records.slice(before).map((r) => [r.method, r.outcome, r.status])).toEqual([
+      ["GET", "failed", undefined],
+    ]);
+  });

@@ -258,6 +258,14 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     const clean = (v: string) =>
       spellings ? headWithoutEchoes(Buffer.from(v, "latin1"), spellings).toString("latin1") : v;
     upstream.on("information", (info) => relayInterim(req, res, info, clean));
+    // A 101 the request cannot have asked for (its Upgrade header is a hop's, not sent on): as in
+    // a tunnel (exchange.ts), a 502, recorded failed. Unheard, Node's client dropped the upstream
+    // connection with no 'response' nor 'error': the client waited for ever, its request unrecorded.
+    upstream.on("upgrade", (_up, socket) => {
+      socket.destroy();
+      once({ ...base, outcome: "failed" });
+      fail(res, 502, `${destinationText(dest)}: a protocol switch the request did not ask for`);
+    });
     upstream.on("response", (up) => {
       const status = up.statusCode ?? 502;
       answered = status;
