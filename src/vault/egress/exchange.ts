@@ -477,8 +477,9 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
         const shown = spellings ? headWithoutEchoes(asRead, spellings) : asRead;
         const h = parseResponseHead(shown);
         if (h.status >= 100 && h.status < 200 && h.status !== 101) {
-          // an interim answer (100 Continue): passed on, the final one follows
-          toClient(shown);
+          // an interim answer (100 Continue, 103 Early Hints): passed on, the final one follows;
+          // not to an HTTP/1.0 client, which cannot read one (an upstream may send it anyway)
+          if (head.minor >= 1) toClient(shown);
           rbuf = rbuf.subarray(end);
           continue;
         }
