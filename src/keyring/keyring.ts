@@ -23,6 +23,7 @@ import canonicalize from "canonicalize";
 import { stateDirFlagFor } from "../store/stateDir.js";
 import { closedDirectory, fileProblem } from "../util/errno.js";
 import { takeOwnedLock } from "../util/ownedLock.js";
+import { processExists } from "../util/processExists.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
 import { approverKeyId, type DecisionSigner, mintSigner, newApproverKeyPair } from "./approver.js";
 import { KEYRING_FILE } from "./file.js";
@@ -639,16 +640,6 @@ export function leftKeyringTemps(stateDir: string): string[] {
     if (m && !processExists(Number(m[1]))) left.push(join(stateDir, name));
   }
   return left;
-}
-
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    // EPERM: it exists, as another user's
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
 }
 
 /** `text` in a new 0600 file beside `path`, fsynced; returns its path. */

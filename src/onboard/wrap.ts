@@ -22,6 +22,7 @@ import { LABEL_MAX_LENGTH } from "../config/config.js";
 import { stateDirPath } from "../store/stateDir.js";
 import { sameJson, sha256Tag } from "../util/canonical.js";
 import { nearestName } from "../util/nearest.js";
+import { processExists } from "../util/processExists.js";
 import { looksGenerated, REDACTED, redactArgv, redactText } from "../util/redact.js";
 import { shellWord } from "../util/shellWord.js";
 import {
@@ -212,16 +213,6 @@ export function assertWritable(file: string): void {
 
 /** How old a temporary file of a process that is gone must be before it is taken for left over. */
 const STALE_TEMP_MS = 10 * 60_000;
-
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    // EPERM: it exists, as another user's
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 /**
  * The temporary files writeAtomic left beside `file` when its process was killed between the
