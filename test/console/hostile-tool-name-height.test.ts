@@ -66,6 +66,9 @@ describe("a hostile server's long tool name on the review card", () => {
     await expectCappedName(page.locator(".proof-form > p").first(), name);
     await page.getByTestId("decision-proof").fill(TEST_PASSPHRASE);
     await page.getByTestId("decision-submit").click();
+    // the decision's answer sends the page to the request's own (a goto before it lands is
+    // interrupted by it: seen in a clean-clone CI, where the call ended first)
+    await page.waitForURL((u) => !u.pathname.endsWith("/decide"));
     await call;
     const base = await consoleOf(stateDir);
     await page.goto(`${base}/grants`);
