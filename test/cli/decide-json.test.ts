@@ -3,15 +3,13 @@
 // nothing else (the review and the "To approve …" line go to stderr); a failure is still one
 // sentence on stderr with its exit code and nothing on stdout; the passphrase is never in either.
 // The real CLI against a real gateway, no terminal (the passphrase from a file).
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { nextRequest } from "../helpers/approvals.js";
-import { removeDir, tempDir } from "../helpers/files.js";
-import { runCli, startGateway } from "../helpers/gateway.js";
-import { FIXTURES, NODE } from "../helpers/paths.js";
-import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
+import { makeCatalog } from "../helpers/catalog.js";
+import { catalogGateway } from "../helpers/catalogGateway.js";
+import { runCli } from "../helpers/gateway.js";
+import { passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
 
 const cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -26,22 +24,12 @@ const result = (stdout: string) => JSON.parse(stdout) as Record<string, unknown>
 
 describe("approve, deny and revoke --json", () => {
   it("print one JSON object each; failures stay one sentence on stderr", async () => {
-    const stateDir = newStateDir();
-    const dir = tempDir("portcullis-decide-json-");
-    const toolsFile = join(dir, "tools.json");
     const tool = "deploy";
-    writeFileSync(toolsFile, JSON.stringify([{ name: tool, inputSchema: { type: "object" } }]));
-    cleanup.push(() => {
-      removeDir(dir);
-      removeDir(stateDir);
-    });
-    const gw = await startGateway({
-      stateDir,
-      args: ["--label", "shell", "--approval-timeout", "60000", "--", NODE, FIXTURES.catalog],
-      env: { FIXTURE_CATALOG: toolsFile },
-    });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
+    const { gw, stateDir } = await catalogGateway(
+      makeCatalog([{ name: tool, inputSchema: { type: "object" } }]),
+      ["--label", "shell", "--approval-timeout", "60000"],
+      cleanup,
+    );
     let calls = 0;
     // each call its own arguments: a retry of a denied call would be answered by the denial
     const call = () => {

@@ -12,15 +12,17 @@
 //    doctor mark it;
 //  - a command bringing the store up while such a gateway runs says which, and to restart it.
 // Real CLI processes and a real gateway.
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { KNOWN_SCHEMA_VERSION, portcullisVersion } from "../../src/store/schemaVersion.js";
 import { startConsoleProcess } from "../console/helpers.js";
 import { nextRequest, pending } from "../helpers/approvals.js";
-import { removeDir, tempDir } from "../helpers/files.js";
-import { runCli, startGateway } from "../helpers/gateway.js";
+import { makeCatalog } from "../helpers/catalog.js";
+import { catalogGateway } from "../helpers/catalogGateway.js";
+import { removeDir } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
@@ -96,21 +98,11 @@ describe("a store a newer portcullis wrote", () => {
 
 describe("processes started before an upgrade", () => {
   async function gatewayWithRequest() {
-    const stateDir = newStateDir();
-    const dir = tempDir("portcullis-upgrade-");
-    const toolsFile = join(dir, "tools.json");
-    writeFileSync(toolsFile, JSON.stringify([{ name: "deploy", inputSchema: { type: "object" } }]));
-    cleanup.push(() => {
-      removeDir(dir);
-      removeDir(stateDir);
-    });
-    const gw = await startGateway({
-      stateDir,
-      args: ["--label", "shell", "--approval-timeout", "60000", "--", NODE, FIXTURES.catalog],
-      env: { FIXTURE_CATALOG: toolsFile },
-    });
-    cleanup.push(() => gw.close());
-    await gw.client.listTools();
+    const { gw, stateDir } = await catalogGateway(
+      makeCatalog([{ name: "deploy", inputSchema: { type: "object" } }]),
+      ["--label", "shell", "--approval-timeout", "60000"],
+      cleanup,
+    );
     gw.client.callTool({ name: "deploy", arguments: {} }, undefined, { timeout: 90_000 }).catch(() => {});
     const request = await nextRequest(stateDir);
     return { stateDir, gw, request };
