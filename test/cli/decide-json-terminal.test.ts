@@ -1,3 +1,8 @@
+// `approve --next --json` on a terminal: the question (approve for the session, this call, deny,
+// leave it pending) is asked on the terminal as without --json, and the review is shown there
+// before it; stdout holds only the JSON result: the decision made, or "left-pending" when the
+// human leaves it. The CLI under `script` (a pseudo-terminal standing for the human's), its stdout
+// sent to a file as a script would read it; a real gateway in front of the catalog fixture.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";

@@ -1,3 +1,10 @@
+// `portcullis passphrase` when the audit chain cannot be written at the moment of its record
+// (another process holds the store's write lock past the busy timeout: a database browser with an
+// unsaved edit): the change is made and stands (a record of a change not made would be false, and
+// undoing it could itself be cut short), exit 0, stderr says it is not recorded, `--json` has
+// `auditRecord: null`. Would catch: a command that said nothing (a change missing from the chain
+// unannounced), or one that reported failure over a keyring already changed (the user would take
+// the old passphrase for the current one). Real CLI, a real SQLite lock holder in another process.
 import { afterEach, describe, expect, it } from "vitest";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { removeDir } from "../helpers/files.js";

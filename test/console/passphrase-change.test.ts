@@ -1,3 +1,10 @@
+// A console running while `portcullis passphrase` changes the keyring's passphrase: the console
+// caches no key derived from the passphrase (each proof opens keyring.json anew: src/console/proof.ts),
+// so the very next login with the old passphrase is refused, and the new one proves the human.
+// A proof held from before the change stays held until its window ends (the keys are the same;
+// docs/console.md says so). Would catch: a console that kept the key-encryption key, or the data
+// key's wrapping, from its first proof and went on taking the old passphrase. Real console process,
+// plain HTTP.
 import { afterEach, describe, expect, it } from "vitest";
 import { removeDir } from "../helpers/files.js";
 import { changeByCli } from "../helpers/passphraseChange.js";

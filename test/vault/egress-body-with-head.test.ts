@@ -1,3 +1,10 @@
+// A request whose body comes with its head, in one write, into a tunnel to a declared host: the
+// proxy reads on while it prepares the request (the release rule, a connection to the upstream),
+// keeping what comes, and pauses the client once that is more than a head's worth (64 KiB). Once
+// the request is sent, the kept part goes after it and the client must flow again. Before,
+// nothing resumed it: a body over 64 KiB sent in one go stalled, and the upstream, waiting for
+// the rest, timed out (a 504, recorded failed). Also a chunked body, and one followed by a
+// pipelined request. In-process proxy, a real TCP upstream that answers once the body is whole.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EgressRecord } from "../../src/vault/egress/proxy.js";
 import { waitFor } from "../helpers/files.js";

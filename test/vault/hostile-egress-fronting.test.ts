@@ -1,3 +1,9 @@
+// Domain fronting under `"egress": "declared-only"`, through a real gateway: a server that may
+// reach only its declared hosts connects to one that fronts many sites (a CDN, a PaaS router:
+// the site that answers is picked from the request's Host or absolute target, not from the
+// connection) and names another site in the request. No value is in it, so the rule that a
+// request with a released value names its destination did not apply: the request reached a site
+// nobody declared, recorded under the declared host. The upstream here records every byte it gets.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
