@@ -20,6 +20,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import canonicalize from "canonicalize";
+import { fileSizeLimit } from "../identity/procRead.js";
 import { stateDirFlagFor } from "../store/stateDir.js";
 import { closedDirectory, fileProblem } from "../util/errno.js";
 import { takeOwnedLock } from "../util/ownedLock.js";
@@ -642,17 +643,36 @@ export function leftKeyringTemps(stateDir: string): string[] {
   return left;
 }
 
-/** `text` in a new 0600 file beside `path`, fsynced; returns its path. */
+/**
+ * `text` in a new 0600 file beside `path`, fsynced; returns its path. Every byte is written, or the
+ * file is removed and a KeyringError names why: one write(2) may write only part (a file size
+ * limit, `ulimit -f`, a disk with room for a part), and a part renamed over keyring.json is a
+ * keyring no passphrase opens: its keys, and all they seal, gone.
+ */
 function syncedTemp(path: string, text: string): string {
   const tmp = `${path}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
+  const bytes = Buffer.from(text);
   const fd = openSync(tmp, "wx", 0o600);
   try {
-    writeSync(fd, text);
+    for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
     fsyncSync(fd);
-  } finally {
+  } catch (err) {
     closeSync(fd);
+    rmSync(tmp, { force: true });
+    throw unwritableKeyring(path, (err as NodeJS.ErrnoException).code);
   }
+  closeSync(fd);
   return tmp;
+}
+
+/** The keyring's new file could not be written whole (syncedTemp): nothing was replaced. */
+function unwritableKeyring(path: string, code: string | undefined): KeyringError {
+  const limit = code === "EFBIG" ? fileSizeLimit() : null;
+  const why =
+    limit !== null
+      ? `it would grow past this process's file size limit (ulimit -f: ${limit} bytes); raise it (ulimit -f unlimited) and run the command again`
+      : fileProblem(code);
+  return new KeyringError(`cannot write the new ${path}: ${why}`);
 }
 
 /**
