@@ -13,7 +13,8 @@ import type { IncomingMessage, InformationEvent, ServerResponse } from "node:htt
  * (Node's client does not report it as interim: an upgrade nobody asked for fails the request).
  *
  * `clean` takes the released values out of the status text and each header value, as of a final
- * answer's head: an interim head can echo the key too (a `Link` built from the request's URL).
+ * answer's head: an interim head can echo the key too (a `Link` built from the request's URL). A
+ * header whose name holds one is dropped, as in the final answer (proxy.ts).
  */
 export function relayInterim(
   req: IncomingMessage,
@@ -31,6 +32,8 @@ export function relayInterim(
     const lower = name.toLowerCase();
     // the upstream's connection, not the client's
     if (lower === "connection" || lower === "keep-alive") continue;
+    // a name holding a released value: dropped (its placeholder is no token; proxy.ts)
+    if (clean(name) !== name) continue;
     head += `${name}: ${clean(info.rawHeaders[i + 1]!)}\r\n`;
   }
   head += "\r\n";

@@ -279,6 +279,10 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
         const n = up.rawHeaders[i]!;
         const lower = n.toLowerCase();
         if (lower === "connection" || lower === "keep-alive") continue;
+        // A name that holds a released value (an upstream may build one from the request: a
+        // key is a token, as a name is): the header is dropped. Written as read, it gave the key
+        // back; its placeholder is no token, and Node would refuse the head (all headers lost).
+        if (clean(n) !== n) continue;
         const v = up.rawHeaders[i + 1]!;
         if (spellings && !bodyless) {
           // the body's length changes, and it is given on decoded
