@@ -566,20 +566,25 @@ async function approve(
   if (scope === "session" && req.mode === "per-call") {
     throw new UsageError(`approve: ${PER_CALL_ONLY(req)}`);
   }
-  if (!shown) showHuman(`${review(listed(db, req), verbose, true)}\n\n`, typedPassphrase(), json);
+  // The review printed is the one signed, read once: the request and its listing are two reads,
+  // and a review the agent wrote between them was printed while the other was signed (put back
+  // before the decision, the stored one matched what was signed, and the gateway honoured a call
+  // nobody was shown).
+  const seen = shown ?? listed(db, req);
+  if (!shown) showHuman(`${review(seen, verbose, true)}\n\n`, typedPassphrase(), json);
   // A one-call approval signs the digest of exactly these arguments: not over a review that cut
   // one or left one out (an agent pads the harmful part past what the card shows). Refused before
   // the passphrase; the verbose review shows them whole. A session grant covers the tool's calls
   // whatever their arguments, and a denial takes nothing: neither needs them whole.
   // Nor over a review that hid part of one as a secret: no review shows that part, --verbose
   // neither, and an agent can dress any text up as a credential.
-  const partlyHidden = scope === "call" ? argumentsPartlyHidden((shown ?? req).review) : [];
+  const partlyHidden = scope === "call" ? argumentsPartlyHidden(seen.review) : [];
   if (partlyHidden.length > 0) {
     throw new UsageError(
       `approve: ${partlyHiddenReason(partlyHidden, id, ` (${quotedCommand(`deny ${id}`, stateDir)})`)}; nothing was approved.`,
     );
   }
-  const notShown = scope === "call" ? argumentsNotShownWhole(shown ?? req, verbose ? "whole" : "card") : [];
+  const notShown = scope === "call" ? argumentsNotShownWhole(seen, verbose ? "whole" : "card") : [];
   if (notShown.length > 0) {
     throw new UsageError(
       `approve: the review above did not show this call's arguments whole: ${notShown.join("; ")}; a one-call approval is of exactly these arguments, so nothing was approved. ` +
@@ -591,7 +596,7 @@ async function approve(
   if (movedBefore) showHuman(`${epochEndedNote(req, movedBefore)}\n`, typedPassphrase(), json);
   // What is approved is named in the lines the human reads as they type the passphrase: an agent
   // that ends the gateway of the request they meant (approve --next) has the next one decided.
-  const what = subjectOf(shown ?? req);
+  const what = subjectOf(seen);
   showHuman(
     scope === "session"
       ? `To approve ${what} for this agent run and execution epoch (until the run ends or the server changes): the passphrase confirms it.\n`
@@ -601,7 +606,7 @@ async function approve(
   );
   const { by, signer } = await verifyHuman(db, stateDir, `approve ${what} (${id})`);
   // What was shown is what is signed: a review changed in the store since then is not decided.
-  const reviewed = reviewDigest((shown ?? req).review);
+  const reviewed = reviewDigest(seen.review);
   const decided = decideRequest(db, id, { approve: true, for: scope, reviewed }, by, signer, stateDir);
   const grant = decided.grant!;
   if (json) {
