@@ -103,6 +103,9 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
     if (first === undefined) missingSubcommand("audit", AUDIT_SUBCOMMANDS);
     return first === undefined ? 2 : 0;
   }
+  // the failure line's command: "portcullis audit verify: …" once the subcommand is known, as
+  // vault's, catalog's and passkey's name theirs (README, "Commands")
+  let named = "audit";
   try {
     // `audit --json sessions` is `audit sessions --json`, as in catalog and passkey
     const words = subcommandFirst("audit", args, AUDIT_OPTIONS);
@@ -112,6 +115,7 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
       return 2;
     }
     const [sub, ...rest] = words as [string, ...string[]];
+    if ((AUDIT_SUBCOMMANDS as readonly string[]).includes(sub)) named = `audit ${sub}`;
     const opts = parse(sub, rest);
     if (opts.help) {
       process.stdout.write(`${AUDIT_HELP}\n`);
@@ -183,7 +187,7 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
       err instanceof WrongPassphraseError ||
       err instanceof KeyringTamperedError
     ) {
-      said(`portcullis audit: ${err.message}.`);
+      said(`portcullis ${named}: ${err.message}.`);
       return 1;
     }
     // a subcommand's own usage error ("verify: …") is named by it, as vault's and catalog's are
@@ -198,7 +202,7 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
       err instanceof PassphraseError ||
       err instanceof CheckpointFormatError
     ) {
-      said(`portcullis audit: ${err.message}${keyringEnding(err)}`);
+      said(`portcullis ${named}: ${err.message}${keyringEnding(err)}`);
       return 2;
     }
     throw err;
@@ -526,7 +530,7 @@ async function decrypting(
     dataKey.fill(0);
     // An old keyring gets its approver key here (pinned); a swapped one is refused.
     await checkApproverKey(db, stateDir, passphrase, unlocked, (line) =>
-      process.stderr.write(`portcullis audit: ${safeText(line)}\n`),
+      process.stderr.write(`portcullis audit ${sub}: ${safeText(line)}\n`),
     );
     const verifier = new ChainVerifier();
     function* verified(): Generator<StoredRecord> {

@@ -136,7 +136,9 @@ export async function vaultCommand(args: string[], ctx: { stateDir: string }): P
     return EXIT_USAGE;
   }
   const [word, ...more] = words;
-  return guarded("vault", async () => {
+  // a failure names the subcommand it met ("portcullis vault rm: …"), as every command group's do
+  const named = (VAULT_SUBCOMMANDS as readonly string[]).includes(word!) ? `vault ${word}` : "vault";
+  return guarded(named, async () => {
     switch (word) {
       case "set":
         return vaultSet(more, ctx);
@@ -663,7 +665,9 @@ async function vaultRm(args: string[], ctx: { stateDir: string }): Promise<numbe
   // other command say it; exit 1 is a check that failed (README, "Commands").
   const noSuchSecret = () => {
     const stored = namesHere("stored", [...secretNames(db)].sort(), "none is stored");
-    process.stderr.write(`portcullis vault: there is no secret by that name (${NOT_REPEATED}); ${stored}.\n`);
+    process.stderr.write(
+      `portcullis vault rm: there is no secret by that name (${NOT_REPEATED}); ${stored}.\n`,
+    );
     return EXIT_USAGE;
   };
   try {

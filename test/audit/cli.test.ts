@@ -362,7 +362,7 @@ describe("portcullis audit (no key)", () => {
     expect(r.code).toBe(2);
     // the file is named: checkpoints are kept elsewhere, often several
     expect(r.stderr).toBe(
-      `portcullis audit: ${notCp}: the checkpoint format is not portcullis-audit-checkpoint/1.\n`,
+      `portcullis audit verify: ${notCp}: the checkpoint format is not portcullis-audit-checkpoint/1.\n`,
     );
     const help = await cli(dir, ["audit", "--help"]);
     expect(help.code).toBe(0);

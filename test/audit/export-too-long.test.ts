@@ -68,7 +68,7 @@ describe("audit export of a record too long to be a line", () => {
     });
     expect(r.stdout).toBe("");
     expect(r.stderr).toBe(
-      `portcullis audit: record seq ${long.seq} cannot be exported: its line would be ${long.length.toLocaleString("en-US")} bytes, longer than ${limit.toLocaleString("en-US")}, the longest line an audit export can hold; nothing was written. The record is kept in the store as written: back up the state directory instead ('portcullis audit verify --state-dir' checks a copy), and record arguments as digests (the default) or lower --max-message-bytes so that new records can be exported.\n`,
+      `portcullis audit export: record seq ${long.seq} cannot be exported: its line would be ${long.length.toLocaleString("en-US")} bytes, longer than ${limit.toLocaleString("en-US")}, the longest line an audit export can hold; nothing was written. The record is kept in the store as written: back up the state directory instead ('portcullis audit verify --state-dir' checks a copy), and record arguments as digests (the default) or lower --max-message-bytes so that new records can be exported.\n`,
     );
     expect(r.code).toBe(2);
     // the store is as it was

@@ -66,7 +66,7 @@ describe("audit verify --file", () => {
     try {
       const r = await runCli(["audit", "verify", "--file", pipe], { stateDir, timeoutMs: 120_000 });
       expect(r.stderr).toBe(
-        `portcullis audit: --file ${pipe}: line 1 is longer than ${MAX_EXPORT_LINE_BYTES.toLocaleString("en-US")} bytes, ` +
+        `portcullis audit verify: --file ${pipe}: line 1 is longer than ${MAX_EXPORT_LINE_BYTES.toLocaleString("en-US")} bytes, ` +
           "the longest line an audit export can hold, so it is not one; it was not read further.\n",
       );
       expect(r.code).toBe(2);

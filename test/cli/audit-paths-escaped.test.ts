@@ -25,7 +25,7 @@ describe("audit's own sentences name paths escaped", () => {
       const r = await runCli(["audit", sub, "--state-dir", stateDir], { env: passphraseEnv() });
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).not.toMatch(RAW);
-      expect(r.stderr).toContain(`portcullis audit: ${safeText(keyring)} is not a usable keyring`);
+      expect(r.stderr).toContain(`portcullis audit ${sub}: ${safeText(keyring)} is not a usable keyring`);
     }
   });
 
@@ -40,6 +40,6 @@ describe("audit's own sentences name paths escaped", () => {
     const checkpoint = await runCli(["audit", "verify", "--checkpoint", file], { stateDir: newStateDir() });
     expect(checkpoint.code).toBe(2);
     expect(checkpoint.stderr).not.toMatch(RAW);
-    expect(checkpoint.stderr).toContain(`portcullis audit: ${safeText(file)}`);
+    expect(checkpoint.stderr).toContain(`portcullis audit verify: ${safeText(file)}`);
   });
 });

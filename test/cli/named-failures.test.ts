@@ -83,6 +83,40 @@ describe("failures name their command", () => {
     expect(vault.stderr).toMatch(/^portcullis vault list: unknown option --bogus/);
   });
 
+  it("a failure inside vault's and audit's subcommands names the subcommand, as the README's Commands say", async () => {
+    // these read "portcullis vault: …" and "portcullis audit: …" where a usage error of the same
+    // subcommand, and every failure of catalog's and passkey's, named it
+    const stateDir = newStateDir();
+    const wrong = join(tempDir("portcullis-pass-"), "wrong");
+    writeFileSync(wrong, "not the passphrase\n", { mode: 0o600 });
+    const wrongEnv = { PORTCULLIS_PASSPHRASE_FILE: wrong, PORTCULLIS_INSECURE_TEST_KDF: "1" };
+    const missing = join(tempDir(), "nope.jsonl");
+    const cases: [string[], Record<string, string>, number, RegExp][] = [
+      [
+        ["vault", "rm", "nosuch"],
+        passphraseEnv(),
+        2,
+        /^portcullis vault rm: there is no secret by that name /,
+      ],
+      [["vault", "rm", "nosuch"], wrongEnv, 2, /^portcullis vault rm: there is no secret by that name /],
+      [
+        ["vault", "set", "tok", "--deliver", "env", "--from-stdin"],
+        wrongEnv,
+        1,
+        /^portcullis vault set: wrong passphrase/,
+      ],
+      [["audit", "sessions"], wrongEnv, 1, /^portcullis audit sessions: wrong passphrase/],
+      [["audit", "--json", "show", "1"], wrongEnv, 1, /^portcullis audit show: wrong passphrase/],
+      [["audit", "verify", "--file", missing], {}, 2, /^portcullis audit verify: cannot read /],
+    ];
+    for (const [args, env, code, said] of cases) {
+      const r = await runCli(args, { stateDir, env, input: "value-1234567\n" });
+      expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(code);
+      expect(r.stderr, args.join(" ")).toMatch(said);
+      expect(r.stderr.split("\n"), args.join(" ")).toHaveLength(2);
+    }
+  });
+
   it("catalog's and passkey's option refusals name the subcommand, as vault's and audit's do", async () => {
     const stateDir = newStateDir();
     const cases: [string[], string][] = [

@@ -77,7 +77,7 @@ describe("audit verify", () => {
     const stateDir = newStateDir();
     const r = await runCli(["audit", "verify", "--checkpoint", "/dev/null"], { stateDir, timeoutMs: 15_000 });
     expect(r.code, r.stderr).toBe(2);
-    expect(r.stderr).toBe(`portcullis audit: --checkpoint /dev/null: ${NOT_FILE_OR_PIPE}\n`);
+    expect(r.stderr).toBe(`portcullis audit verify: --checkpoint /dev/null: ${NOT_FILE_OR_PIPE}\n`);
     // a checkpoint fetched through a pipe (`--checkpoint <(ssh host cat checkpoint.json)`)
     const cp = await runCli(["audit", "checkpoint"], { stateDir });
     expect(cp.code, cp.stderr).toBe(0);
@@ -94,7 +94,7 @@ describe("audit verify", () => {
     const r = await runCli(["audit", "verify", "--file", "/dev/null"], { stateDir, timeoutMs: 15_000 });
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toBe(
-      "portcullis audit: --file /dev/null: it is a device, not an export (a regular file or a FIFO is).\n",
+      "portcullis audit verify: --file /dev/null: it is a device, not an export (a regular file or a FIFO is).\n",
     );
     // a FIFO (as --file <(...) gives) is still read to its end
     const exported = await runCli(["audit", "export"], { stateDir });

@@ -108,7 +108,7 @@ describe.skipIf(SKIP)("files this user may not use", () => {
     for (const args of [["unlock"], ["vault", "list"], ["console", "--no-open"], ["init"]]) {
       const r = await runCli(args, as);
       oneSentence(r);
-      expect(r.stderr.replace(/^portcullis( vault| unlock| init)?: /, ""), args.join(" ")).toBe(said);
+      expect(r.stderr.replace(/^portcullis( vault list| unlock| init)?: /, ""), args.join(" ")).toBe(said);
     }
     // doctor: its owner is the one to run as, not a backup to restore
     const doctor = await runCli(["doctor", "--json"], as);

@@ -24,13 +24,13 @@ describe("a file or port that cannot be used", () => {
       return r.stderr;
     };
     expect(await said(["audit", "verify", "--file", missing])).toBe(
-      `portcullis audit: cannot read ${missing}: ${MISSING}.\n`,
+      `portcullis audit verify: cannot read ${missing}: ${MISSING}.\n`,
     );
     expect(await said(["audit", "verify", "--file", dir])).toBe(
-      `portcullis audit: cannot read ${dir}: ${A_DIRECTORY}.\n`,
+      `portcullis audit verify: cannot read ${dir}: ${A_DIRECTORY}.\n`,
     );
     expect(await said(["audit", "verify", "--checkpoint", missing])).toBe(
-      `portcullis audit: cannot read the checkpoint ${missing}: ${MISSING}.\n`,
+      `portcullis audit verify: cannot read the checkpoint ${missing}: ${MISSING}.\n`,
     );
     expect(await said(["unlock"], { ...passphraseEnv(), PORTCULLIS_PASSPHRASE_FILE: missing })).toContain(
       `cannot read PORTCULLIS_PASSPHRASE_FILE (${missing}): ${MISSING}.\n`,

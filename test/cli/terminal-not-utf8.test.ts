@@ -27,7 +27,7 @@ describe("a line typed at a terminal that is not UTF-8", () => {
       [{ await: "Passphrase: ", send: LATIN1 }],
       { env: TEST_KDF },
     );
-    expect(r.output).toContain(`portcullis audit: ${refusal("passphrase")}.`);
+    expect(r.output).toContain(`portcullis audit sessions: ${refusal("passphrase")}.`);
     expect(r.output).not.toContain("wrong passphrase");
     expect(r.code).toBe(2);
   });

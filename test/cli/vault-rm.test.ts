@@ -20,7 +20,7 @@ describe("vault rm", () => {
     // no terminal and no passphrase file: asking would be exit 2 ("no terminal to read the passphrase from")
     const typo = await runCli(["vault", "rm", "api-stagign"], { stateDir, noTerminal: true });
     expect(typo.stderr).toBe(
-      "portcullis vault: there is no secret by that name (the name given is not repeated, in case it is a secret typed in the wrong place); stored: api-staging.\n",
+      "portcullis vault rm: there is no secret by that name (the name given is not repeated, in case it is a secret typed in the wrong place); stored: api-staging.\n",
     );
     expect(typo.code).toBe(2);
 

@@ -26,7 +26,7 @@ describe("vault set --from-stdin", () => {
     const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
     const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)));
     clearTimeout(timer);
-    expect(stderr).toBe("portcullis vault: the value is over 65536 bytes; nothing was stored.\n");
+    expect(stderr).toBe("portcullis vault set: the value is over 65536 bytes; nothing was stored.\n");
     expect(code).toBe(2);
   });
 });

@@ -44,7 +44,7 @@ describe("the vault's lock on a full disk", () => {
     disk.fill();
     const r = await set("new-value-7654321");
     expect(r.stderr).not.toMatch(/internal error| {4}at /);
-    expect(r.stderr).toMatch(/^portcullis vault: .*the disk is full/);
+    expect(r.stderr).toMatch(/^portcullis vault set: .*the disk is full/);
     expect(r.stderr.split("\n")).toHaveLength(2);
     expect(r.code).toBe(2);
     expect(existsSync(join(stateDir, "vault.lock"))).toBe(false);
