@@ -401,7 +401,8 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
       if (raw[k] !== undefined)
         fail(k, 'does not apply to a server reached by "url" (nothing of it is launched or watched)');
     if (raw.type !== undefined && raw.type !== "http" && raw.type !== "streamable-http")
-      fail("type", 'must be "http" for a server reached by "url"');
+      // both are accepted: the sentence names both, or a pasted "streamable-http" reads as refused
+      fail("type", 'must be "http" or "streamable-http" for a server reached by "url"');
     // http:// to a remote host is refused here unless --allow-insecure is given to run, which checks again
     if (typeof raw.url !== "string") fail("url", "must be a string");
     const problem = remoteUrlProblem(raw.url as string, true);

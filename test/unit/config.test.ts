@@ -107,7 +107,10 @@ describe("portcullis.json", () => {
     for (const [server, key] of [
       [{ type: "http", command: "x" }, "servers.a.type must be"],
       [{ type: "stdio", url: "http://127.0.0.1:9/mcp" }, "servers.a.type must be"],
-      [{ type: "sse", url: "http://127.0.0.1:9/mcp" }, "servers.a.type must be"],
+      [
+        { type: "sse", url: "http://127.0.0.1:9/mcp" },
+        'servers.a.type must be "http" or "streamable-http" for a server reached by "url".',
+      ],
     ] as const) {
       expect(() => loadConfigFile(write({ servers: { a: server } })), JSON.stringify(server)).toThrow(key);
     }
