@@ -43,6 +43,7 @@ export const UNAVAILABLE_CODES = {
   upstream_response_unreadable: -32603,
   upstream_older_transport: -32603,
   catalog_unavailable: -32603,
+  session_ended: -32603,
 } as const;
 
 /**
@@ -812,6 +813,19 @@ export const refuse = {
       `the server's result ${why}, so it is passed on under data.server`,
       SERVER_ERROR_RETRY,
       { server: { result } },
+    ),
+
+  /**
+   * A request of a `run --listen` client still open when its HTTP session ended (the client's
+   * DELETE, the idle timeout, the gateway's shutdown): answered, never left hanging, and shaped as
+   * every other refusal so that an agent finds its reason and what to do.
+   */
+  httpSessionEnded: () =>
+    refusal(
+      "session_ended",
+      "The HTTP session ended before this request was answered.",
+      "the HTTP session ended (the client deleted it, it was idle past the timeout, or the gateway is shutting down)",
+      "check whether the request took effect before sending it again in a new session (initialize first)",
     ),
 
   /** The client closed its input and this request was not answered before the server is shut down. */

@@ -3,6 +3,7 @@ import type { Socket } from "node:net";
 import type { RefusedAnswer } from "../gateway/clientMessages.js";
 import type { Downstream } from "../gateway/downstream.js";
 import { SUBSCRIPTION_ID_META } from "../gateway/protocol.js";
+import { refuse } from "../guard/refusals.js";
 import { ClientIds, cancelledIdText, idKeyOf } from "../relay/clientIds.js";
 import { rawIdOf } from "../relay/idScan.js";
 import { errorResponse, type Id } from "../relay/jsonrpc.js";
@@ -57,8 +58,6 @@ type Msg = {
   result?: { _meta?: Record<string, unknown>; protocolVersion?: unknown };
 };
 
-/** Answered to what is still open when a session ends (a JSON-RPC error: the exchange itself is fine). */
-const SESSION_ENDED = -32603;
 /** SSE streams kept per session for resumption */
 const MAX_STREAMS = 128;
 /**
@@ -410,19 +409,9 @@ export class HttpSession implements Downstream {
   /** Ends the session: every open exchange gets an error answer, then the server behind stops. */
   async end(): Promise<void> {
     if (this.ended) return;
-    for (const ex of [...this.exchanges.values()]) {
-      this.finishExchange(
-        ex,
-        errorResponse(
-          ex.clientId,
-          SESSION_ENDED,
-          "The HTTP session ended before this request was answered.",
-          {
-            error: "session_ended",
-          },
-        ),
-      );
-    }
+    const ended = refuse.httpSessionEnded();
+    for (const ex of [...this.exchanges.values()])
+      this.finishExchange(ex, errorResponse(ex.clientId, ended.code, ended.message, ended.data));
     this.ended = true;
     for (const s of this.streams.values()) s.finish();
     this.onEnded(this);

@@ -91,7 +91,11 @@ describe("HTTP ids are kept as the client wrote them", () => {
     expect(ended.status).toBe(200);
     const last = await second;
     expect(idText(last.body), last.body).toBe("9007199254740992");
-    expect(JSON.parse(last.body).error.data.error).toBe("session_ended");
+    // shaped as every refusal (docs/refusals.md): what happened, and what the agent should do
+    const endedData = JSON.parse(last.body).error.data;
+    expect(endedData.error).toBe("session_ended");
+    expect(endedData.reason).toMatch(/^the HTTP session ended/);
+    expect(endedData.retry).toMatch(/^check whether the request took effect/);
   });
 
   it("a cancellation ends its request however either spells the id (escapes, 1.0 for 1)", async () => {

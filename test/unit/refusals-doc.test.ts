@@ -1,6 +1,6 @@
 // docs/refusals.md is what agents' authors read; this keeps its tables and the constructors in
 // src/guard/refusals.ts from drifting apart: every row's code, data.error and extra data fields.
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { REFUSAL_CODES, refuse } from "../../src/guard/refusals.js";
@@ -8,6 +8,28 @@ import type { ErrorObject } from "../../src/relay/jsonrpc.js";
 import { REPO } from "../helpers/paths.js";
 
 const doc = readFileSync(join(REPO, "docs", "refusals.md"), "utf8");
+
+/** Every .ts file under `dir`. */
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith(".ts") ? [join(dir, e.name)] : [],
+  );
+}
+
+/** The text of each `errorResponse(…)` call in `text`, up to its closing parenthesis. */
+function errorResponseCalls(text: string): string[] {
+  const out: string[] = [];
+  for (let at = text.indexOf("errorResponse("); at !== -1; at = text.indexOf("errorResponse(", at + 1)) {
+    let depth = 0;
+    let end = at + "errorResponse".length;
+    for (; end < text.length; end++) {
+      if (text[end] === "(") depth++;
+      else if (text[end] === ")" && --depth === 0) break;
+    }
+    out.push(text.slice(at, end + 1));
+  }
+  return out;
+}
 
 /**
  * Each constructor, with every optional field given, so the doc's conditional fields show. Keyed
@@ -43,6 +65,7 @@ const built: Record<string, ErrorObject> = {
   "message_too_deep -32603": refuse.responseTooDeep(512, "server"),
   response_invalid: refuse.responseInvalid("malformed error object", "server"),
   shutting_down: refuse.shuttingDown(),
+  session_ended: refuse.httpSessionEnded(),
   catalog_unavailable: refuse.catalogUnavailable("E2", "the server answered tools/list with error -32000: x"),
   // a redirect's refusal: every field the plain one has, and where the redirect points
   upstream_http_error: refuse.upstreamRedirect(307, "https://example.com/mcp"),
@@ -118,6 +141,7 @@ const everyConstructor: Record<keyof typeof refuse, () => ErrorObject | null> = 
   serverResult: () =>
     refuse.serverResult({ requestState: "portcullis-approval:x" }, "carries the gateway's mark"),
   shuttingDown: () => refuse.shuttingDown(),
+  httpSessionEnded: () => refuse.httpSessionEnded(),
 };
 
 interface Row {
@@ -217,6 +241,21 @@ describe("docs/refusals.md", () => {
       changedTools: data.changedTools,
     });
     expect(example).toEqual(sent);
+  });
+
+  it("no error with a data.error is built outside src/guard/refusals.ts, and the prose names only the tables' errors", () => {
+    // session_ended was built in src/transport/httpSession.ts with data.error alone: no reason, no
+    // retry, no row in the tables, and this test's tables-against-constructors check never saw it
+    const inline: string[] = [];
+    for (const file of sources(join(REPO, "src"))) {
+      if (file.endsWith(join("guard", "refusals.ts"))) continue;
+      for (const call of errorResponseCalls(readFileSync(file, "utf8")))
+        if (/\berror:\s*"[a-z]+(?:_[a-z]+)*"/.test(call)) inline.push(`${file}: ${call}`);
+    }
+    expect(inline).toEqual([]);
+    const inTables = new Set(table.map((r) => r.error));
+    const inProse = [...doc.matchAll(/data\.error`?:? "([a-z_]+)"/g)].map((m) => m[1] as string);
+    for (const name of inProse) expect(inTables.has(name), `data.error "${name}" has a row`).toBe(true);
   });
 
   it("its examples use real 26-character ULIDs for epochs", () => {
