@@ -27,6 +27,7 @@ import { decisionReason } from "../util/cut.js";
 import { assetRoute, CONSOLE_SCRIPT } from "./assetPaths.js";
 import { CONSOLE_CSS } from "./assets.js";
 import { auditData } from "./audit.js";
+import { labelAskedIn } from "./catalogLinks.js";
 import { type Html, html } from "./html.js";
 import { cookieValues, redirect, sendHtml } from "./http.js";
 import {
@@ -479,7 +480,7 @@ export const CONSOLE_ROUTES: Route[] = [
     session: true,
     handle: (ctx) => {
       const q = ctx.url.searchParams;
-      const body = catalogBody(ctx.app.db, q.get("label"), intParam(q.get("from")), intParam(q.get("to")));
+      const body = catalogBody(ctx.app.db, labelAskedIn(q), intParam(q.get("from")), intParam(q.get("to")));
       page(ctx, 200, "Catalog", body, "/catalog");
     },
   },

@@ -27,6 +27,9 @@ export function securityHeaders(res: ServerResponse): void {
   for (const [name, value] of SECURITY_HEADERS) res.setHeader(name, value);
 }
 
+const TOO_LONG =
+  "refused: this request's line and headers are longer than the console takes (16 KiB in all). Nothing was done. Open the page from the console's own links.\n";
+
 /**
  * node's answer to a request its parser refused (400; 431 for headers over its limit; 408 for a
  * request not received in time), written on the socket since no handler runs for it. node's own
@@ -41,8 +44,11 @@ export function parserRefusal(err: NodeJS.ErrnoException, socket: Duplex): void 
   const status =
     err.code === "HPE_HEADER_OVERFLOW" ? 431 : err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
   const head = SECURITY_HEADERS.map(([name, value]) => `${name}: ${value}\r\n`).join("");
+  // a page the human opened by a link: a blank one said nothing of why
+  const body = status === 431 ? TOO_LONG : "";
+  const type = body ? "Content-Type: text/plain; charset=utf-8\r\n" : "";
   socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${head}Content-Length: 0\r\nConnection: close\r\n\r\n`,
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${head}${type}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }
 

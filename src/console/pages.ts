@@ -22,6 +22,7 @@ import { displayCommand } from "../util/redact.js";
 import { assetPath, CONSOLE_SCRIPT, integrity } from "./assetPaths.js";
 import { CONSOLE_CSS } from "./assets.js";
 import { notHonouredNote, type reviewCard, reviewCardOrNotice } from "./card.js";
+import { catalogHref, type LabelAsked, labelAsked } from "./catalogLinks.js";
 import { type Html, html } from "./html.js";
 import { loginPasskeyPart, type PasskeyDecisions } from "./passkeyPages.js";
 import {
@@ -253,21 +254,27 @@ function catalogLabels(db: Store): string[] {
 }
 
 /** Every label's revisions, and for a chosen label a side-by-side diff of two revisions. */
-export function catalogBody(db: Store, label: string | null, from: number | null, to: number | null): Html {
+export function catalogBody(db: Store, asked: LabelAsked, from: number | null, to: number | null): Html {
   const labels = catalogLabels(db);
   const list = html`<h1>Catalog revisions</h1><ul class="labels">${labels.map((l) =>
     mayOverflow(l)
-      ? html`<li><a href="/catalog?label=${encodeURIComponent(l)}">label</a> ${storedText(l)}</li>`
-      : html`<li><a href="/catalog?label=${encodeURIComponent(l)}">${l}</a></li>`,
+      ? html`<li><a href="${catalogHref(l)}">label</a> ${storedText(l)}</li>`
+      : html`<li><a href="${catalogHref(l)}">${l}</a></li>`,
   )}</ul>`;
-  if (label === null || !labels.includes(label)) return list;
+  const label = labelAsked(labels, asked);
+  if (label === null)
+    return html`${list}${
+      asked.label !== null || asked.digest !== null
+        ? html`<p class="error" role="alert" data-testid="label-not-found">No catalog revision is recorded under the label asked for (it may have been removed since the link was made).</p>`
+        : ""
+    }`;
   const revs = listRevisions(db, label);
   const last = revs.at(-1)?.revision ?? null;
   const b = to ?? last;
   const a = from ?? (b !== null && b > 1 ? b - 1 : b);
   const before = a !== null ? getRevision(db, label, a) : null;
   const after = b !== null ? getRevision(db, label, b) : null;
-  const q = (x: number, y: number) => `/catalog?label=${encodeURIComponent(label)}&from=${x}&to=${y}`;
+  const q = (x: number, y: number) => catalogHref(label, x, y);
   return html`${list}<h2>${storedText(label)}</h2>
   <table><thead><tr><th>revision</th><th>fingerprint</th><th>tools</th><th>first seen</th><th></th></tr></thead><tbody>${revs.map(
     (r) =>
