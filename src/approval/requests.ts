@@ -299,11 +299,56 @@ export function pendingRequests(db: Store): PendingRequest[] {
   const rows = db
     .prepare("SELECT * FROM approval_requests WHERE state = 'pending' ORDER BY created_at, request")
     .all() as RequestDbRow[];
-  return rows.map((r) => {
-    const run = getRun(db, r.agent_run);
-    const waiting = !!run?.gatewayAlive && Date.parse(r.expires_at) > Date.now();
-    return { ...toRequest(r), waiting, ...callWait(r, waiting) };
-  });
+  return rows.map((r) => pendingOf(db, r));
+}
+
+function pendingOf(db: Store, r: RequestDbRow): PendingRequest {
+  const run = getRun(db, r.agent_run);
+  const waiting = !!run?.gatewayAlive && Date.parse(r.expires_at) > Date.now();
+  return { ...toRequest(r), waiting, ...callWait(r, waiting) };
+}
+
+/** One pending request as the lists show it (its gateway alive, a call waiting on it), or undefined. */
+export function listedPending(db: Store, id: string): PendingRequest | undefined {
+  const r = db.prepare("SELECT * FROM approval_requests WHERE request = ? AND state = 'pending'").get(id) as
+    | RequestDbRow
+    | undefined;
+  return r === undefined ? undefined : pendingOf(db, r);
+}
+
+/**
+ * How far ahead of now a request may say it was made and still be listed by its time: clocks of
+ * one machine agree, so only a row written by other means than a gateway says it was made later.
+ */
+const CLOCK_SLACK_MS = 60_000;
+
+/**
+ * One page of the pending requests as a list shows them (the console's Requests page, `approvals`),
+ * newest first, the ones said to be made at a time still to come (or at no time an ISO string
+ * holds) after all the others; and how many are pending in all. Any process of the user can write
+ * rows into the store, thousands of them: only the page's own rows are read and drawn, so a flood
+ * of them makes the page neither huge nor slow, and one dated in the future cannot stay above every
+ * request a gateway makes from now on (listOrder in docs/console.md).
+ */
+export function pendingPage(
+  db: Store,
+  offset: number,
+  limit: number,
+  now = Date.now(),
+): { total: number; rows: PendingRequest[] } {
+  const total = (
+    db.prepare("SELECT COUNT(*) AS n FROM approval_requests WHERE state = 'pending'").get() as { n: number }
+  ).n;
+  const soon = new Date(now + CLOCK_SLACK_MS).toISOString();
+  const rows = db
+    .prepare(
+      `SELECT * FROM approval_requests WHERE state = 'pending'
+        ORDER BY (typeof(created_at) != 'text' OR created_at > ? OR created_at NOT GLOB '[0-9][0-9][0-9][0-9]-*') ASC,
+          created_at DESC, request DESC
+        LIMIT ? OFFSET ?`,
+    )
+    .all(soon, limit, offset) as RequestDbRow[];
+  return { total, rows: rows.map((r) => pendingOf(db, r)) };
 }
 
 /**

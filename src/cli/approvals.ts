@@ -17,6 +17,7 @@ import {
   type Decision,
   DecisionError,
   decideRequest,
+  pendingPage,
   pendingRequest,
   pendingRequests,
 } from "../approval/requests.js";
@@ -59,10 +60,16 @@ const NO_ARGUMENT_PASSPHRASE =
   "the passphrase is never accepted on the command line (other processes, and the agent, could read it there); " +
   "type it when asked, on the terminal";
 
-export const APPROVALS_HELP: Record<ApprovalsCommandName, string> = {
-  approvals: `usage: portcullis approvals [--watch] [--json] [--verbose] [--state-dir DIR]
+/**
+ * The text list's length without --all: any process of the user can write thousands of rows into
+ * the store, and a list of all of them scrolled the human's request out of the terminal.
+ */
+export const LISTED_REQUESTS = 20;
 
-Pending approval requests, oldest first, each with what to review before deciding
+export const APPROVALS_HELP: Record<ApprovalsCommandName, string> = {
+  approvals: `usage: portcullis approvals [--watch] [--json] [--verbose] [--all] [--state-dir DIR]
+
+Pending approval requests, the newest last, each with what to review before deciding
 on one screen: who asks (the agent host and the process that launched the gateway),
 the tool and server, what changed since the last approval (the execution record and
 the catalog diff with its classification), the credential scopes, and the arguments
@@ -74,6 +81,9 @@ cancelled stays pending for a retry, and nothing waits on it meanwhile).
               one JSON line per change.
   --verbose   the full review, with the whole process chain (also --chain); --json
               always holds the whole request, so it changes nothing there
+  --all       every pending request; without it, of more than ${LISTED_REQUESTS} the newest
+              ${LISTED_REQUESTS}, saying how many are pending (one said to be made at a time
+              still to come counts as the oldest); --json always lists every one
 Decide with 'portcullis approve --next', 'portcullis approve ID' or 'portcullis deny ID'.`,
   approve: `usage: portcullis approve ID|--next [--for session|call] [--json] [--verbose] [--state-dir DIR]
 
@@ -136,7 +146,7 @@ ask for the passphrase.
 const VERBOSE = { verbose: { type: "boolean" }, chain: { type: "boolean" } } as const;
 
 const OPTIONS = {
-  approvals: { json: { type: "boolean" }, watch: { type: "boolean" }, ...VERBOSE },
+  approvals: { json: { type: "boolean" }, watch: { type: "boolean" }, all: { type: "boolean" }, ...VERBOSE },
   approve: { for: { type: "string" }, next: { type: "boolean" }, json: { type: "boolean" }, ...VERBOSE },
   deny: { reason: { type: "string" }, next: { type: "boolean" }, json: { type: "boolean" }, ...VERBOSE },
   grants: { json: { type: "boolean" } },
@@ -189,6 +199,7 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
   const v = values as {
     json?: boolean;
     watch?: boolean;
+    all?: boolean;
     next?: boolean;
     verbose?: boolean;
     chain?: boolean;
@@ -268,7 +279,7 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
       case "approvals":
         return v.watch
           ? await watchRequests(db, stateDir, !!v.json, verbose, sweep)
-          : listRequests(db, !!v.json, verbose, stateDir);
+          : listRequests(db, !!v.json, verbose, stateDir, !!v.all);
       case "grants":
         return listGrants(db, stateDir, !!v.json);
       case "approve":
@@ -372,18 +383,24 @@ function review(req: Parameters<typeof renderReview>[0], verbose: boolean, decid
   return verbose ? renderReview(req, { wholeArguments: deciding }) : renderReviewCard(req);
 }
 
-function listRequests(db: Store, json: boolean, verbose: boolean, stateDir: string): number {
-  const pending = pendingRequests(db);
+function listRequests(db: Store, json: boolean, verbose: boolean, stateDir: string, all: boolean): number {
   if (json) {
-    process.stdout.write(`${printableJson({ requests: pending.map(requestJson) })}\n`);
+    process.stdout.write(`${printableJson({ requests: pendingRequests(db).map(requestJson) })}\n`);
     return EXIT_OK;
   }
+  // the console's order (pendingPage), turned over: the newest printed last, next to the prompt
+  const { total, rows } = pendingPage(db, 0, all ? Number.MAX_SAFE_INTEGER : LISTED_REQUESTS);
+  const pending = rows.reverse();
   if (pending.length === 0) {
     process.stdout.write("no approval request is pending\n");
     return EXIT_OK;
   }
   // with the state directory when it is not the default: the commands paste whole
   const sd = stateDirFlagFor(stateDir);
+  if (total > pending.length)
+    process.stdout.write(
+      `${total} approval requests are pending; the ${pending.length} newest are listed, the newest last (one said to be made at a time still to come counts as the oldest). Any process of yours can write requests into the store: the one a gateway printed for you is decided by its ID, ${quotedCommand("approve ID", stateDir)}. Every one: ${quotedCommand("approvals --all", stateDir)}.\n\n`,
+    );
   for (const r of pending) {
     // a review rewritten in the store into something that is no review: one line, and the rest listed
     const shown = drawnOrUnreadable(r, () => review(r, verbose));

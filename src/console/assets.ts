@@ -270,6 +270,11 @@ button:disabled { opacity: .5; cursor: not-allowed; }
 .login, .proof-form { max-width: 32rem; margin: 3rem auto; }
 .login label, .proof-form label { display: block; margin: .6rem 0; }
 .empty { color: var(--muted); }
+/* the Requests page when it does not draw every pending request (requestList.ts) */
+.requests-capped { margin: 0 0 1rem; padding: .4rem .8rem; border: 1px solid var(--line); border-radius: 6px; font-size: 13px; }
+.requests-capped p { margin: 0 0 .3rem; } .pager { font-weight: 600; }
+/* the process chain's list, capped in height with its note: a chain of thousands leaves the buttons in view */
+.chain-box ol { margin: 0; padding-left: 2.2rem; }
 main > section, main > h2, main > h3 { margin-top: 1.4rem; } main > table { margin-bottom: 1rem; }
 .server { border-bottom: 1px solid var(--line); padding: .6rem 0; } .status { color: var(--muted); font-size: 12px; }
 `;

@@ -63,8 +63,32 @@ function whoAsks(r: Review): Html {
     </dl>
     <details><summary>full process chain (${chain.length})</summary>
       <p class="digest">${storedText(r.agentRun.chainDigest)}</p>
-      <ol>${chain.map(chainLine)}</ol>
+      ${chainList(chain)}
     </details></section>`;
+}
+
+/**
+ * Processes of the chain drawn on the card. A gateway records its ancestors, a handful; a row
+ * rewritten in the store can hold thousands, each drawn with its capped boxes: the card (and the
+ * Requests page, for every such request) grew by megabytes.
+ */
+export const CHAIN_SHOWN = 32;
+
+/**
+ * The chain's list in a box capped in height (8 lines) that scrolls, with its note, so opening it
+ * leaves the arguments and the buttons where they were; past CHAIN_SHOWN processes, a line that
+ * says how many are not drawn and where the whole chain is printed.
+ */
+function chainList(chain: readonly ChainEntry[]): Html {
+  const shown = chain.slice(0, CHAIN_SHOWN);
+  const rest = chain.length - shown.length;
+  return html`<div class="chain-box capped" data-capped tabindex="0" data-testid="chain-box"><ol>${shown.map(chainLine)}</ol></div><p class="cut-note" data-testid="cut-note" ${
+    shown.length > 4 ? "" : "hidden"
+  }>(${shown.length} processes; scroll to read all)</p>${
+    rest > 0
+      ? html`<p class="note" data-testid="chain-not-shown">${rest} more processes of the chain are not shown here; <code>portcullis approvals --verbose</code> prints the whole chain.</p>`
+      : ""
+  }`;
 }
 
 /**

@@ -16,7 +16,8 @@ import {
   DecisionError,
   decideRequest,
   getRequest,
-  pendingRequests,
+  listedPending,
+  pendingPage,
 } from "../approval/requests.js";
 import { getRun } from "../approval/runs.js";
 import { epochMovedOn } from "../approval/serverEpoch.js";
@@ -39,12 +40,12 @@ import {
   messageBody,
   proofBody,
   requestBody,
-  requestsBody,
   serversBody,
 } from "./pages.js";
 import { onPasskeyOrigin, passkeyOrigin } from "./passkeyOrigin.js";
 import type { PasskeyDecisions } from "./passkeyPages.js";
 import { LoginThrottled, type Proof } from "./proof.js";
+import { CARDS_SHOWN, requestsBody } from "./requestList.js";
 import type { Route, RouteContext } from "./routes.js";
 import { type ConsoleSession, loginCookie, sameTokenAsAny, sessionCookie, token } from "./sessions.js";
 
@@ -179,19 +180,19 @@ const ACTIONS: Record<string, Decision | "deny"> = {
   deny: "deny",
 };
 
-/** A decision nobody would use (the gateway that asked is gone) is refused before it is signed. */
 /**
- * The pending requests, after closing the overdue ones and those a dead gateway left
- * (src/approval/abandoned.ts); best effort: a failure to close leaves the list as it was.
+ * Closes the overdue pending requests and those a dead gateway left (src/approval/abandoned.ts)
+ * before a list or a request is drawn; best effort: a failure to close leaves them as they were.
  */
-function livePending(app: RouteContext["app"]) {
+function closeAbandoned(app: RouteContext["app"]): void {
   try {
     expireAbandoned(app.db, app.stateDir, `the console (pid ${process.pid})`);
   } catch (e) {
     app.log.warn(`could not close abandoned approval requests: ${(e as Error).message}`);
   }
-  return pendingRequests(app.db);
 }
+
+/** A decision nobody would use (the gateway that asked is gone) is refused before it is signed. */
 
 export function refuseWithoutGateway(app: RouteContext["app"], req: ApprovalRequest): void {
   const run = getRun(app.db, req.agentRun);
@@ -427,14 +428,31 @@ export const CONSOLE_ROUTES: Route[] = [
     method: "GET",
     path: /^\/$/,
     session: true,
-    handle: (ctx) =>
+    handle: (ctx) => {
+      closeAbandoned(ctx.app);
+      const offset = intParam(ctx.url.searchParams.get("from")) ?? 0;
+      const shown = { offset, ...pendingPage(ctx.app.db, offset, CARDS_SHOWN) };
+      page(ctx, 200, "Requests", requestsBody(shown, ctx.session!.csrf, passkeyDecisionsOf(ctx)), "/");
+    },
+  },
+  {
+    // the Requests page's form: one request's own page, by the ID a gateway printed
+    method: "GET",
+    path: /^\/requests$/,
+    session: true,
+    handle: (ctx) => {
+      const id = (ctx.url.searchParams.get("id") ?? "").trim();
+      if (new RegExp(`^${ID}$`).test(id)) return redirect(ctx.res, `/requests/${id}`);
       page(
         ctx,
-        200,
-        "Requests",
-        requestsBody(livePending(ctx.app), ctx.session!.csrf, passkeyDecisionsOf(ctx)),
-        "/",
-      ),
+        400,
+        "Not found",
+        messageBody(
+          "Not found",
+          "a request's ID is 1 to 64 letters, digits, '-' or '_', and the one given is not",
+        ),
+      );
+    },
   },
   {
     method: "GET",
@@ -443,7 +461,8 @@ export const CONSOLE_ROUTES: Route[] = [
     handle: (ctx) => {
       const id = ctx.params[0]!;
       // whether its gateway is alive and a call waits on it, for a request still pending
-      const listed = livePending(ctx.app).find((p) => p.request === id);
+      closeAbandoned(ctx.app);
+      const listed = listedPending(ctx.app.db, id);
       const req = getRequest(ctx.app.db, id);
       if (!req)
         return page(ctx, 404, "Not found", messageBody("Not found", `there is no approval request ${id}`));

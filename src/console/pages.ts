@@ -121,15 +121,6 @@ export function loginPage(
   );
 }
 
-export function requestsBody(
-  pending: Parameters<typeof reviewCard>[0][],
-  csrf: string,
-  passkey?: PasskeyDecisions,
-): Html {
-  return html`<h1>Pending requests <small>(${pending.length})</small></h1>
-  ${pending.length === 0 ? html`<p class="empty">No approval request is pending.</p>` : pending.map((r) => reviewCardOrNotice(r, csrf, passkey))}`;
-}
-
 export function requestBody(
   req: Parameters<typeof reviewCard>[0],
   csrf: string,

@@ -394,23 +394,24 @@ describe("a page that changes under the pointer", () => {
   // reads A and rests the pointer on its "Approve this call"; the agent ends A's gateway, A's card
   // goes, and B's card moves up under the pointer. A click then approves B, unread.
   it("waits while the pointer rests on a control, and a decision in the second after a swap decides nothing", async () => {
-    const { stateDir, gw: gwA } = await setup();
+    // B is asked first, A after it: the list is newest first, so A's card is drawn above B's
+    const { stateDir, gw: gwB } = await setup();
     const page = suite.browser.page;
-    const callA = held(gwA.client.callTool({ name: "deploy", arguments: { note: "harmless" } }));
-    const a = await waitForPending(stateDir, (l) => l[0], 20_000, "request A");
-    const dirB = tempDir("portcullis-console-tools-");
-    cleanup.push(() => removeDir(dirB));
-    const gwB = await gatewayFor(stateDir, catalogFile(dirB, [DEPLOY_TOOL]));
-    cleanup.push(() => gwB.close());
-    await gwB.client.listTools();
     const callB = held(
       gwB.client.callTool({ name: "deploy", arguments: { target: "production", note: "B" } }),
     );
-    const b = await waitForPending(
+    const b = await waitForPending(stateDir, (l) => l[0], 20_000, "request B");
+    const dirA = tempDir("portcullis-console-tools-");
+    cleanup.push(() => removeDir(dirA));
+    const gwA = await gatewayFor(stateDir, catalogFile(dirA, [DEPLOY_TOOL]));
+    cleanup.push(() => gwA.close());
+    await gwA.client.listTools();
+    const callA = held(gwA.client.callTool({ name: "deploy", arguments: { note: "harmless" } }));
+    const a = await waitForPending(
       stateDir,
-      (l) => l.find((p) => p.request !== a.request),
+      (l) => l.find((p) => p.request !== b.request),
       20_000,
-      "request B",
+      "request A",
     );
 
     await loginWithBrowser(page, await consoleOf(stateDir));

@@ -195,8 +195,8 @@ describe("hostile text from the store and the configuration on the console's pag
     const call = held(gw.client.callTool({ name: "transfer", arguments: { to: "mallory", amount: 5000 } }));
     const page = suite.browser.page;
     const { req } = await openFirstCard(page, stateDir);
-    // A copy of the request's row, listed first (made earlier), its scope not JSON (so it is drawn
-    // as unreadable), its id and its expiry as long as the writer likes.
+    // A copy of the request's row, listed first (made later: the list is newest first), its scope
+    // not JSON (so it is drawn as unreadable), its id and its expiry as long as the writer likes.
     const db = openStore(stateDir);
     const row = db.prepare("SELECT * FROM approval_requests WHERE request = ?").get(req.request) as Record<
       string,
@@ -205,7 +205,7 @@ describe("hostile text from the store and the configuration on the console's pag
     const copy = {
       ...row,
       request: `0${"I".repeat(5000)}`,
-      created_at: "2000-01-01T00:00:00.000Z",
+      created_at: new Date().toISOString(),
       credential_scope_json: "{",
       expires_at: `${row.expires_at as string}${"\n".repeat(10_000)}later`,
     };
