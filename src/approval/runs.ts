@@ -36,6 +36,15 @@ export interface Run {
    * counts, and nothing outlives the run (an HTTP front serves many).
    */
   endedHere?: boolean;
+  /**
+   * Set once this process wrote a `run_ended` of the run (its condition held, in the transaction
+   * that writes it): what it knows of its run's record without reading the sealed chain. A row
+   * ended by another process with a reason a recording writer gives may be an edit that wrote
+   * none (`UPDATE runs SET ended_reason = 'gateway_gone'`), so the gateway's end writes its own
+   * unless this is set (src/cli/agentRun.ts, recordEndedElsewhere): the run's end is in the chain
+   * whenever its gateway ends cleanly.
+   */
+  endRecordedHere?: boolean;
 }
 
 /**
@@ -278,20 +287,40 @@ export function runEndedElsewhere(db: Store, run: Run): EndedElsewhere | null {
  * The condition of the `run_ended` (reason ENDED_IN_STORE) a gateway writes for its own run, whose
  * row another process ended without a record: the row is marked recorded (its reason), and what
  * ends with a run ends now (its session grants, its pending requests), as at any run's end. False,
- * and nothing written, when the row is open, was ended by this process, or its end is recorded
- * already: one `run_ended` per run.
+ * and nothing written, when the row is open, was ended by this process, this process recorded the
+ * run's end already (Run.endRecordedHere), or its end is recorded already as far as the row says.
+ *
+ * `whateverTheRowSays` (the gateway's own end): also when the row's reason is one a recording
+ * writer gives (RECORDED_ENDS), which an edit may have written with no record: this process wrote
+ * no `run_ended` of its run, and the chain must hold one. The row's reason is left as it is (it
+ * is what that other process wrote). A real record by that other process (a gateway that took
+ * this one for gone) then makes two `run_ended` of the run: docs/audit-format.md.
  */
-export function recordEndedInStore(db: Store, run: Run, now: string): boolean {
-  if (run.endedHere) return false;
+export function recordEndedInStore(
+  db: Store,
+  run: Run,
+  now: string,
+  o: { whateverTheRowSays?: boolean } = {},
+): boolean {
+  if (run.endedHere || run.endRecordedHere) return false;
   const marked = db
     .prepare(
       `UPDATE runs SET ended_reason = ? WHERE run = ? AND ended_at IS NOT NULL
          AND (ended_reason IS NULL OR ended_reason NOT IN (${RECORDED_ENDS.map(() => "?").join(", ")}))`,
     )
     .run(ENDED_IN_STORE, run.run, ...RECORDED_ENDS);
-  if (marked.changes !== 1) return false;
+  if (marked.changes !== 1 && !(o.whateverTheRowSays && rowEnded(db, run.run))) return false;
   endWhatEndsWithRun(db, run.run, now);
+  run.endRecordedHere = true;
   return true;
+}
+
+/** Whether run `run`'s row is ended (not NULL, whatever was written: storedEndText). */
+function rowEnded(db: Store, run: string): boolean {
+  const row = db.prepare("SELECT ended_at FROM runs WHERE run = ?").get(run) as
+    | { ended_at: unknown }
+    | undefined;
+  return storedEndText(row?.ended_at) !== null;
 }
 
 interface RunDbRow extends GatewayColumns {

@@ -358,7 +358,11 @@ export function sessionsView(
     }
     return s;
   };
-  /** each run's first run_ended (a run has one at most: docs/audit-format.md) */
+  /**
+   * each run's first run_ended, which is its end: a run has one, or two when another process
+   * recorded its end (gateway_gone) while its gateway still served it, which then records its
+   * own as it ends, unable to tell that end from an edit of its row (docs/audit-format.md)
+   */
   const endSeq = new Map<string, number>();
   const sawEpoch = (s: SessionView, epoch: unknown) => {
     if (typeof epoch === "string" && !s.epochs.includes(epoch)) s.epochs.push(epoch);
@@ -380,9 +384,10 @@ export function sessionsView(
         s.agent = e.agent ?? null;
         break;
       case "run_ended":
+        if (endSeq.has(run)) break;
         s.endedAt = at;
         s.endReason = str(e.reason);
-        if (!endSeq.has(run)) endSeq.set(run, r.seq);
+        endSeq.set(run, r.seq);
         break;
       case "catalog_served":
         s.revisions.push({ server: serverOf(e), revision: rev(e.revision), epoch: str(e.epoch), at });

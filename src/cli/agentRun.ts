@@ -198,6 +198,7 @@ export function endAgentRun(
   events.emit({ type: "run_ended", run: run.run, serverLabel }, () => {
     const ended = endOwnRunRows(store, run, now);
     endedElsewhere = !ended;
+    if (ended) run.endRecordedHere = true;
     return ended;
   });
   events.flush();
@@ -210,9 +211,12 @@ export function endAgentRun(
  * The run's row was ended by another process before this gateway, which still served it, could
  * end it: by a gateway that took this one for gone (reason gateway_gone: the store's rows of this
  * gateway edited, docs/security.md), which recorded it; or by an edit of the row itself, which
- * nobody recorded and no call of the run noticed since (src/approval/runEndWatch.ts): recorded
- * now (`run_ended`, reason ended_in_store), so that the run does not stay open in the audit. Said,
- * as the run's calls recorded after that end show it in the audit.
+ * nobody recorded (with any reason, gateway_gone included: the gateway cannot read the sealed
+ * chain to tell). Unless this process wrote the run's `run_ended` itself (Run.endRecordedHere: a
+ * call noticed the edit, src/approval/runEndWatch.ts), it writes one now (`run_ended`, reason
+ * ended_in_store; `rowReason`: the row's reason when it was one a recording writer gives), so that
+ * the run never stays without an end in the audit. Said, as the run's calls recorded after that
+ * end show it in the audit.
  */
 function recordEndedElsewhere(
   store: Store,
@@ -225,17 +229,24 @@ function recordEndedElsewhere(
     const ended = runEndedElsewhere(store, run);
     if (ended === null) return;
     let recordedNow = false;
-    if (!ended.recorded) {
-      events.emit({ type: "run_ended", run: run.run, serverLabel, reason: ENDED_IN_STORE }, () => {
-        recordedNow = recordEndedInStore(store, run, new Date().toISOString());
-        return recordedNow;
-      });
+    if (!run.endRecordedHere) {
+      const rowReason = ended.recorded ? { rowReason: ended.reason } : {};
+      events.emit(
+        { type: "run_ended", run: run.run, serverLabel, reason: ENDED_IN_STORE, ...rowReason },
+        () => {
+          recordedNow = recordEndedInStore(store, run, new Date().toISOString(), {
+            whateverTheRowSays: true,
+          });
+          return recordedNow;
+        },
+      );
       events.flush();
     }
+    const by = `by another process (${ended.recorded ? `reason ${safeText(ended.reason ?? "none")} in its row` : "which recorded no end"})`;
     log.warn(
       recordedNow
-        ? `agent run ${run.run} had been ended in the store by another process, which recorded no end, while this gateway still served it: this gateway recorded that end now (run_ended, reason ${ENDED_IN_STORE})`
-        : `agent run ${run.run} had already been ended by another process (${ended.recorded ? `reason ${safeText(ended.reason ?? "none")}` : "its end could not be recorded"}) while this gateway still served it: its end was not recorded again; records of the run after that end were written by this gateway`,
+        ? `agent run ${run.run} had been ended ${by} while this gateway still served it: this gateway, which had written no end of it, recorded its end now (run_ended, reason ${ENDED_IN_STORE})${ended.recorded ? "; it cannot read the audit to tell whether that process recorded one too" : ""}`
+        : `agent run ${run.run} had already been ended ${by} while this gateway still served it: ${run.endRecordedHere ? "this gateway had recorded that end" : "its end could not be recorded"}; records of the run after that end were written by this gateway`,
     );
   } catch {
     // the store cannot be read now: nothing more to say than the sink said

@@ -118,14 +118,19 @@ describe("an agent run's end", () => {
     expect(ended).toBe(true);
   });
 
-  it("ended meanwhile by another process (its gateway judged gone) is not recorded a second time", async () => {
+  it("ended meanwhile by another process (gateway_gone in its row, recorded or an edit): its gateway records its own end, once", async () => {
     const { events, begin: start } = begin();
     const { run } = start();
     other
       .prepare("UPDATE runs SET ended_at = ?, ended_reason = 'gateway_gone' WHERE run = ?")
       .run(new Date().toISOString(), run.run);
+    // the gateway cannot read the sealed chain to tell a recorded end from an edit of the row, and
+    // wrote no end of its run itself: it writes one (a second end, when that one was recorded)
+    endAgentRun(db, events, run, "inventory-local", quiet);
     endAgentRun(db, events, run, "inventory-local", quiet);
     events.flush();
-    expect((await chainEvents(dir)).filter((e) => e.type === "run_ended" && e.run === run.run)).toEqual([]);
+    expect((await chainEvents(dir)).filter((e) => e.type === "run_ended" && e.run === run.run)).toEqual([
+      expect.objectContaining({ reason: "ended_in_store", rowReason: "gateway_gone" }),
+    ]);
   });
 });

@@ -48,7 +48,7 @@ it("a running gateway's rows edited to look gone: the call's two ends are shown,
     /tool_result of call "slow_write \d+" of run \S+ was written, but its call had already been closed by another process/,
   );
   expect(live.stderr()).toMatch(
-    /agent run \S+ had already been ended by another process \(reason gateway_gone\)/,
+    /agent run \S+ had been ended by another process \(reason gateway_gone in its row\) while this gateway still served it: this gateway, which had written no end of it, recorded its end now/,
   );
 });
 

@@ -1,8 +1,10 @@
 // A run's row ended by an edit that also writes a reason a recording writer gives
 // (`UPDATE runs SET ended_at = …, ended_reason = 'gateway_gone'`), with no `run_ended` in the
 // chain. The gateway cannot read the sealed chain and takes such a row for a recorded end
-// (src/approval/runs.ts, RECORDED_ENDS), so nobody writes the run's `run_ended`: `audit sessions`
-// showed the run "(open)" although the store says it ended. The chain is the record: the view says
+// (src/approval/runs.ts, RECORDED_ENDS) while it runs; a gateway that ends cleanly records its
+// run's end then (forged-row-recorded-reason-end.test.ts), but one killed first never does, so
+// nobody writes the run's `run_ended`: `audit sessions` showed the run "(open)" although the store
+// says it ended. The chain is the record: the view says
 // the run's end is in the store only, unrecorded (the row's reason is shown as the row's word,
 // never as the end's reason), and flags it; the run's recorded end stays empty. A real gateway, a
 // same-user process editing the store, the CLI.
@@ -58,8 +60,9 @@ it.each(["gateway_gone", "ended_in_store"])(
     db.prepare("UPDATE runs SET ended_at = ?, ended_reason = ? WHERE run = ?").run(endedAt, reason, run);
     db.close();
     expect((await call(gw, "after")).error).toBeUndefined();
-    gw.closeStdin();
-    expect((await gw.exited).code, gw.stderr()).toBe(0);
+    // killed: its end never comes (a clean end would record the run's end itself)
+    gw.kill("SIGKILL");
+    expect((await gw.exited).signal, gw.stderr()).toBe("SIGKILL");
 
     const json = await runCli(["audit", "sessions", "--json", "--state-dir", stateDir], {
       env: passphraseEnv(),
