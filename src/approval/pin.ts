@@ -7,6 +7,7 @@ import { addApproverKey, loadPublicKeyring, type UnlockedKeyring } from "../keyr
 import { auditKeyId, rawX25519PublicKey } from "../keyring/x25519.js";
 import type { Store } from "../store/db.js";
 import { pinRefusal } from "./chainHistory.js";
+import { recordLateChange } from "./lateWrapping.js";
 import { IS_PIN_RECORD, PIN_TYPE_HEX } from "./pinSchema.js";
 
 /**
@@ -208,6 +209,8 @@ export async function pinnedSigner(
   unlocked.dataKey.fill(0);
   const signer = unlocked.signer!;
   ensurePinned(db, stateDir, signer, notice);
+  // a passphrase change its command left unrecorded is recorded now, late
+  await recordLateChange(db, stateDir, unlocked.auditPrivateKey, notice);
   return signer;
 }
 
@@ -262,4 +265,6 @@ export async function checkApproverKey(
   if (!keyring) return;
   const status = new PinTracker(db).status(unlocked.signer.publicKeyRaw, keyring.publicKey);
   if (status.state === "other") throw new ApproverKeyMismatchError(unlocked.signer.keyId);
+  // a passphrase change its command left unrecorded is recorded now, late
+  await recordLateChange(db, stateDir, unlocked.auditPrivateKey, notice);
 }

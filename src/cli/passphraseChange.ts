@@ -1,4 +1,9 @@
-import { userInfo } from "node:os";
+import {
+  clearChangeMark,
+  markChangeUnrecorded,
+  passphraseChangedEvent,
+  thisCommand,
+} from "../approval/lateWrapping.js";
 import { ApproverKeyMismatchError, checkApproverKey } from "../approval/pin.js";
 import { AuditLog } from "../audit/log.js";
 import { safeText } from "../catalog/text.js";
@@ -42,7 +47,9 @@ renamed over it, the directory fsynced), under the lock every rewrite of the key
 command killed at any point leaves the old keyring (the current passphrase opens it) or the new
 one (the new passphrase opens it), and two changes at once never mix (the second finds its
 current passphrase no longer opens the keyring, and exits 1). The change is recorded in the
-audit chain (passphrase_changed, with the key ids, never a passphrase). A keyring made before
+audit chain (passphrase_changed, with the key ids, never a passphrase); killed before that
+record, or finding the store unwritable, it leaves keyring.json.change-unrecorded, and the next
+command that takes the passphrase (approve, deny, audit sessions, passphrase) records it late. A keyring made before
 decisions were signed gets its approver key first, pinned in the audit chain, as approve does.
 
 What it does not do: a copy of the old keyring.json (a backup, a copy of the state directory)
@@ -128,8 +135,22 @@ async function change(args: string[], ctx: { stateDir: string }): Promise<number
       process.stderr.write(
         `portcullis passphrase: ${INSECURE_TEST_KDF_ENV}=1: cheap key derivation, for tests only\n`,
       );
-    const changed = await changePassphrase(stateDir, current, next);
-    const seq = record(db, stateDir, changed);
+    // The change is marked as not yet recorded before its rename, and the mark removed once its
+    // record is written, both under the rewrite lock: killed between the rename and the record,
+    // or finding the store unwritable then, the change is recorded late by the next command that
+    // takes the passphrase (src/approval/lateWrapping.ts).
+    const by = thisCommand("passphrase");
+    let seq: number | null = null;
+    const changed = await changePassphrase(stateDir, current, next, {
+      beforeRename: (wrapping) => {
+        const head = db.prepare("SELECT max(seq) FROM audit_records").pluck().get() as number | null;
+        markChangeUnrecorded(stateDir, { wrapping, headSeq: head ?? 0, by, at: new Date().toISOString() });
+      },
+      afterRename: (change) => {
+        seq = record(db, stateDir, change, by);
+        if (seq !== null) clearChangeMark(stateDir);
+      },
+    });
     const result = {
       changed: true,
       keyring: changed.path,
@@ -154,38 +175,25 @@ async function change(args: string[], ctx: { stateDir: string }): Promise<number
 }
 
 /**
- * The change's record in the audit chain (the key ids and the new key derivation's cost; never a
- * passphrase), written once keyring.json is replaced: a record of a change that was not made would
- * be a false one. Should it fail (a store locked past its timeout, a full disk), the change stands
- * and stderr says it is not recorded; the seq, or null.
+ * The change's record in the audit chain (the key ids, the new key derivation's cost and the new
+ * wrapping's fingerprint; never a passphrase, never the salt), written once keyring.json is
+ * replaced: a record of a change that was not made would be a false one. Should it fail (a store
+ * locked past its timeout, a full disk), the change stands, its mark stays for the next command
+ * that takes the passphrase to record it late, and stderr says so; the seq, or null.
  */
-function record(db: Store, stateDir: string, c: PassphraseChange): number | null {
+function record(db: Store, stateDir: string, c: PassphraseChange, by: string): number | null {
   try {
     const log = AuditLog.open(db, stateDir);
     try {
-      return log.append({
-        type: "passphrase_changed",
-        keyId: c.keyId,
-        approverKeyId: c.approverKeyId,
-        kdf: { alg: "scrypt", ...c.kdf },
-        by: `${userName()} via 'portcullis passphrase' (pid ${process.pid})`,
-      }).seq;
+      return log.append(passphraseChangedEvent(c, by)).seq;
     } finally {
       log.close();
     }
   } catch (e) {
     process.stderr.write(
-      `portcullis passphrase: warning: the passphrase was changed, but the change could not be recorded in the audit chain: ${safeText((e as Error).message)}\n`,
+      `portcullis passphrase: warning: the passphrase was changed, but the change could not be recorded in the audit chain: ${safeText((e as Error).message)}; the next command that takes the passphrase (approve, deny, audit sessions, passphrase, the console's login) records it late\n`,
     );
     return null;
-  }
-}
-
-function userName(): string {
-  try {
-    return userInfo().username;
-  } catch {
-    return "unknown user"; // no passwd entry
   }
 }
 

@@ -1,6 +1,7 @@
 import {
   createCipheriv,
   createDecipheriv,
+  createHash,
   createPublicKey,
   type KeyObject,
   randomBytes,
@@ -287,6 +288,19 @@ export interface PassphraseChange {
   approverKeyId: string;
   /** the scrypt parameters of the new key-encryption key (its salt is new) */
   kdf: ScryptParams;
+  /** the new wrapping's fingerprint (wrappingFingerprint): what its record names */
+  wrapping: string;
+}
+
+/**
+ * What a passphrase change does around its rename of keyring.json, under the rewrite lock: said
+ * before (`beforeRename`, the new wrapping's fingerprint: the change may be made from then on)
+ * and after (`afterRename`: it is made). The command marks the change as not yet recorded, and
+ * records it (src/approval/lateWrapping.ts), while no other rewrite or late record can come in.
+ */
+export interface ChangeSteps {
+  beforeRename?: (wrapping: string) => void;
+  afterRename?: (change: PassphraseChange) => void;
 }
 
 /** The new passphrase is the current one: a change that changes nothing is refused. */
@@ -314,6 +328,7 @@ export async function changePassphrase(
   stateDir: string,
   current: string,
   next: string,
+  steps: ChangeSteps = {},
 ): Promise<PassphraseChange> {
   if (next.length === 0) throw new KeyringError("the new passphrase is empty");
   if (next.normalize("NFC") === current.normalize("NFC")) throw new SamePassphraseError();
@@ -336,8 +351,67 @@ export async function changePassphrase(
     const rewrapped: KeyringFile = { ...file, kdf, dataKey: wrap(kek, unlocked.dataKey, dataKeyAad(kdf)) };
     kek.fill(0);
     unlocked.dataKey.fill(0);
+    const wrapping = wrappingFingerprint(kdf);
+    steps.beforeRename?.(wrapping);
     replaceFile(path, `${JSON.stringify(rewrapped, null, 2)}\n`);
-    return { path, keyId: file.audit.keyId, approverKeyId: file.approver.keyId, kdf: params };
+    const change = {
+      path,
+      keyId: file.audit.keyId,
+      approverKeyId: file.approver.keyId,
+      kdf: params,
+      wrapping,
+    };
+    steps.afterRename?.(change);
+    return change;
+  } finally {
+    lock();
+  }
+}
+
+/**
+ * The fingerprint of the data key's wrapping: sha256 over its key derivation (cost and salt),
+ * which a passphrase change always renews (a new random salt). Names a wrapping in the audit
+ * chain (`passphrase_changed`'s `wrapping`) without the salt itself.
+ */
+export function wrappingFingerprint(kdf: KeyringFile["kdf"]): string {
+  return `sha256:${createHash("sha256")
+    .update(`${KEYRING_FORMAT}\nwrapping\n${canonicalize(kdf)}`)
+    .digest("hex")}`;
+}
+
+/** What the keyring's current wrapping is, named without a secret (null: no keyring). */
+export interface KeyringWrapping {
+  path: string;
+  keyId: string;
+  /** null in a keyring made before decisions were signed */
+  approverKeyId: string | null;
+  kdf: ScryptParams;
+  wrapping: string;
+}
+
+/** keyring.json's current wrapping (wrappingFingerprint), read now; null when there is no keyring. */
+export function keyringWrapping(stateDir: string): KeyringWrapping | null {
+  const text = readKeyringText(stateDir);
+  if (text === null) return null;
+  const path = keyringPath(stateDir);
+  const file = parseKeyring(text, path);
+  return {
+    path,
+    keyId: file.audit.keyId,
+    approverKeyId: file.approver?.keyId ?? null,
+    kdf: { N: file.kdf.N, r: file.kdf.r, p: file.kdf.p },
+    wrapping: wrappingFingerprint(file.kdf),
+  };
+}
+
+/**
+ * `fn` under the lock of every rewrite of keyring.json (takeLock): no change or upgrade of the
+ * keyring is under way meanwhile (src/approval/lateWrapping.ts reads a change's mark under it).
+ */
+export async function underRewriteLock<T>(stateDir: string, fn: () => T | Promise<T>): Promise<T> {
+  const lock = await takeLock(`${keyringPath(stateDir)}.upgrade.lock`);
+  try {
+    return await fn();
   } finally {
     lock();
   }

@@ -1,0 +1,175 @@
+// `portcullis passphrase` killed with SIGKILL between its rename of keyring.json and its
+// `passphrase_changed` record (src/approval/lateWrapping.ts): the change stood with no record in
+// the chain, for good. Now the command marks the change before its rename and removes the mark
+// once its record is written, and the next command that opens the keyring with the passphrase
+// and the store records a marked change late (`late: true`, the wrapping's fingerprint, who
+// changed it, who recorded it). What each test would catch: a change killed after its rename
+// still missing from the chain after the next command (the first test fails without the mark);
+// a late record of a change never made (killed before its rename); a change recorded twice (killed
+// after its record, before its mark was removed); a late record written again by each command.
+// Real CLI processes; the kill points are made observable by a preload, as in
+// passphrase-change-killed.test.ts.
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { openRecords } from "../../src/audit/log.js";
+import { keyringWrapping, unlockKeyring } from "../../src/keyring/keyring.js";
+import { openStore } from "../../src/store/db.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { hostEnv, runCli } from "../helpers/gateway.js";
+import { passphraseFile, withPassphrase } from "../helpers/passphraseChange.js";
+import { CLI, NODE } from "../helpers/paths.js";
+import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
+
+const NEW = "the passphrase of a killed change";
+const MARK = "keyring.json.change-unrecorded";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+/**
+ * A preload that stops `portcullis passphrase` at `fn` (renameSync or rmSync) of a path ending in
+ * `suffix`, `when` before or after it, and says so with a file naming its pid.
+ */
+function gate(fn: "renameSync" | "rmSync", suffix: string, when: "before" | "after") {
+  const dir = tempDir("portcullis-late-gate-");
+  cleanup.push(() => removeDir(dir));
+  const preload = join(dir, "gate.cjs");
+  writeFileSync(
+    preload,
+    `const fs = require("node:fs");
+const dir = ${JSON.stringify(dir)};
+if (process.argv[2] === "passphrase") {
+  const real = fs.${fn};
+  const hold = () => {
+    fs.writeFileSync(dir + "/waiting-" + process.pid, "");
+    const nap = new Int32Array(new SharedArrayBuffer(4));
+    for (;;) Atomics.wait(nap, 0, 0, 1000);
+  };
+  fs.${fn} = function () {
+    const ours = String(arguments[${fn === "renameSync" ? 1 : 0}]).endsWith(${JSON.stringify(suffix)});
+    if (ours && ${JSON.stringify(when)} === "before") hold();
+    const r = real.apply(this, arguments);
+    if (ours && ${JSON.stringify(when)} === "after") hold();
+    return r;
+  };
+  require("node:module").syncBuiltinESMExports();
+}
+`,
+  );
+  return {
+    env: { NODE_OPTIONS: `--require ${preload}` },
+    waiting: () => readdirSync(dir).some((n) => n.startsWith("waiting-")),
+  };
+}
+
+/** `portcullis passphrase` to NEW, stopped at the gate and killed there; its pid. */
+async function killedAt(stateDir: string, g: ReturnType<typeof gate>): Promise<number> {
+  const child: ChildProcess = spawn(NODE, [CLI, "passphrase", "--json"], {
+    env: hostEnv({
+      PORTCULLIS_HOME: stateDir,
+      ...passphraseEnv(),
+      PORTCULLIS_NEW_PASSPHRASE_FILE: passphraseFile(NEW),
+      ...g.env,
+    }),
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  const done = new Promise<NodeJS.Signals | null>((resolve) =>
+    child.on("close", (_c, signal) => resolve(signal)),
+  );
+  cleanup.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await done;
+  });
+  await waitFor(() => g.waiting() || child.exitCode !== null, 20_000, "the change to reach its gate");
+  expect(g.waiting()).toBe(true);
+  child.kill("SIGKILL");
+  expect(await done).toBe("SIGKILL");
+  return child.pid!;
+}
+
+/** The chain's passphrase_changed records, once `audit verify` found it whole. */
+async function changes(stateDir: string, passphrase = NEW): Promise<Record<string, unknown>[]> {
+  const verified = await runCli(["audit", "verify", "--state-dir", stateDir]);
+  expect(verified.code, verified.stderr).toBe(0);
+  const { auditPrivateKey } = await unlockKeyring(stateDir, passphrase);
+  const db = openStore(stateDir);
+  try {
+    return [...openRecords(db, auditPrivateKey)]
+      .map((r) => r.event as Record<string, unknown>)
+      .filter((e) => e.type === "passphrase_changed");
+  } finally {
+    db.close();
+  }
+}
+
+describe("portcullis passphrase killed around its record", () => {
+  it("killed after its rename, before its record: the next command that takes the passphrase records the change late, once", async () => {
+    const stateDir = newStateDir();
+    cleanup.push(() => removeDir(stateDir));
+    const pid = await killedAt(stateDir, gate("renameSync", "keyring.json", "after"));
+    expect(existsSync(join(stateDir, MARK))).toBe(true);
+
+    const sessions = await runCli(["audit", "sessions", "--json"], { stateDir, env: withPassphrase(NEW) });
+    expect(sessions.code, sessions.stderr).toBe(0);
+    expect(sessions.stderr).toMatch(
+      new RegExp(
+        `the keyring's passphrase was changed by \\S+ via 'portcullis passphrase' \\(pid ${pid}\\) at \\S+, and that change was not in the audit chain .*: recorded now, late \\(passphrase_changed, record \\d+\\)`,
+      ),
+    );
+    expect(sessions.stdout + sessions.stderr).not.toContain(NEW);
+    expect(existsSync(join(stateDir, MARK))).toBe(false);
+
+    const wrapping = keyringWrapping(stateDir)!;
+    const recorded = await changes(stateDir);
+    expect(recorded).toEqual([
+      expect.objectContaining({
+        late: true,
+        wrapping: wrapping.wrapping,
+        keyId: wrapping.keyId,
+        approverKeyId: wrapping.approverKeyId,
+        by: expect.stringContaining(`'portcullis passphrase' (pid ${pid})`),
+        recordedBy: expect.stringContaining("'portcullis audit'"),
+      }),
+    ]);
+    expect(JSON.stringify(recorded)).not.toContain(NEW);
+
+    // the next command finds nothing more to record
+    const again = await runCli(["audit", "sessions", "--json"], { stateDir, env: withPassphrase(NEW) });
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).not.toContain("late");
+    expect(await changes(stateDir)).toHaveLength(1);
+  }, 30_000);
+
+  it("killed before its rename: nothing was changed, and nothing is recorded", async () => {
+    const stateDir = newStateDir();
+    cleanup.push(() => removeDir(stateDir));
+    await killedAt(stateDir, gate("renameSync", "keyring.json", "before"));
+    expect(existsSync(join(stateDir, MARK))).toBe(true);
+    // the old passphrase still opens the keyring: the mark names a wrapping that is not there
+    const sessions = await runCli(["audit", "sessions", "--json"], { stateDir, env: passphraseEnv() });
+    expect(sessions.code, sessions.stderr).toBe(0);
+    expect(sessions.stderr).not.toContain("late");
+    expect(existsSync(join(stateDir, MARK))).toBe(false);
+    expect(await changes(stateDir, TEST_PASSPHRASE)).toEqual([]);
+  }, 30_000);
+
+  it("killed after its record, before removing its mark: the change is not recorded twice", async () => {
+    const stateDir = newStateDir();
+    cleanup.push(() => removeDir(stateDir));
+    await killedAt(stateDir, gate("rmSync", MARK, "before"));
+    expect(existsSync(join(stateDir, MARK))).toBe(true);
+    const sessions = await runCli(["audit", "sessions", "--json"], { stateDir, env: withPassphrase(NEW) });
+    expect(sessions.code, sessions.stderr).toBe(0);
+    expect(sessions.stderr).not.toContain("late");
+    expect(existsSync(join(stateDir, MARK))).toBe(false);
+    const recorded = await changes(stateDir);
+    expect(recorded).toHaveLength(1);
+    expect(recorded[0]).not.toHaveProperty("late");
+    expect(recorded[0]?.wrapping).toBe(keyringWrapping(stateDir)!.wrapping);
+  }, 30_000);
+});
