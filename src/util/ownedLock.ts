@@ -66,6 +66,22 @@ export async function takeOwnedLock(
   }
 }
 
+/**
+ * Whether a live process holds the lock at `path` now: its file names an owner whose pid has the
+ * start time it recorded (a reused pid is another process), or it names none yet and is young (its
+ * owner may be writing it). A file left by a dead owner, or none, is no hold.
+ */
+export function lockHeld(path: string): boolean {
+  try {
+    statSync(path);
+  } catch {
+    return false;
+  }
+  const owner = readOwner(path);
+  if (owner === null) return !olderThan(path, UNREADABLE_LOCK_MS);
+  return processStartTime(owner.pid) === owner.startTime;
+}
+
 function olderThan(path: string, ms: number): boolean {
   try {
     return Date.now() - statSync(path).mtimeMs > ms;
