@@ -277,7 +277,9 @@ describe("a gateway whose run another process ended", () => {
       .catch((e) => e);
     expect(r.data).toMatchObject({ error: "authorization_required", reason: "agent run ended" });
     expect(r.message).toContain("its agent run was ended by another process");
-    expect(host.stderr()).toMatch(/agent run \S+ was ended at \S+ by another process/);
+    expect(host.stderr()).toMatch(
+      /agent run \S+ was ended in the store by another process \(reason gateway_gone in its row, .*the row says ended at \S+\)/,
+    );
     expect(await pending(stateDir)).toEqual([]);
   }, 90_000);
 });

@@ -1,13 +1,11 @@
 // A run's row ended by an edit that also writes a reason a recording writer gives
 // (`UPDATE runs SET ended_at = …, ended_reason = 'gateway_gone'`), with no `run_ended` in the
-// chain. The gateway cannot read the sealed chain and takes such a row for a recorded end
-// (src/approval/runs.ts, RECORDED_ENDS) while it runs; a gateway that ends cleanly records its
-// run's end then (forged-row-recorded-reason-end.test.ts), but one killed first never does, so
-// nobody writes the run's `run_ended`: `audit sessions` showed the run "(open)" although the store
-// says it ended. The chain is the record: the view says
-// the run's end is in the store only, unrecorded (the row's reason is shown as the row's word,
-// never as the end's reason), and flags it; the run's recorded end stays empty. A real gateway, a
-// same-user process editing the store, the CLI.
+// chain. A gateway that serves a call after the edit, or ends cleanly, records its run's end
+// itself (forged-row-recorded-reason-end.test.ts); one killed first never does, so nobody writes
+// the run's `run_ended`: `audit sessions` showed the run "(open)" although the store says it
+// ended. The chain is the record: the view says the run's end is in the store only, unrecorded
+// (the row's reason is shown as the row's word, never as the end's reason), and flags it; the
+// run's recorded end stays empty. A real gateway, a same-user process editing the store, the CLI.
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, expect, it } from "vitest";
@@ -59,8 +57,8 @@ it.each(["gateway_gone", "ended_in_store"])(
     const run = db.prepare("SELECT run FROM runs WHERE ended_at IS NULL").pluck().get() as string;
     db.prepare("UPDATE runs SET ended_at = ?, ended_reason = ? WHERE run = ?").run(endedAt, reason, run);
     db.close();
-    expect((await call(gw, "after")).error).toBeUndefined();
-    // killed: its end never comes (a clean end would record the run's end itself)
+    // killed before any call after the edit (a call would have it record the run's end:
+    // forged-row-recorded-reason-end.test.ts): its end never comes (a clean end would record the run's end itself)
     gw.kill("SIGKILL");
     expect((await gw.exited).signal, gw.stderr()).toBe("SIGKILL");
 
@@ -73,7 +71,7 @@ it.each(["gateway_gone", "ended_in_store"])(
     expect(s.endedAt).toBeNull();
     expect(s.endReason).toBeNull();
     expect(s.endInStoreOnly).toEqual({ endedAt, reason });
-    expect(s.calls).toBe(2);
+    expect(s.calls).toBe(1);
 
     const table = await runCli(["audit", "sessions", "--state-dir", stateDir], { env: passphraseEnv() });
     expect(table.code, table.stderr).toBe(0);

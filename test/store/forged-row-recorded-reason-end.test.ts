@@ -2,10 +2,11 @@
 // ended_at = …, ended_reason = 'gateway_gone'`) while its gateway still serves it. The gateway
 // cannot read the sealed chain and took such a row for a recorded end, so it wrote no `run_ended`
 // at its own clean end either: the chain held no end of the run. The gateway knows what it wrote
-// itself: it records its run's end as it ends (`run_ended`, reason `ended_in_store`, `rowReason`
-// the row's), whatever the row says. Deny first, kept: the forged end still ends what the run may
-// do (its session grant covers nothing, a call needing a human is refused at once). A real
-// gateway, a same-user process editing the store, the CLI.
+// itself: unless it wrote its run's end, it records it (`run_ended`, reason `ended_in_store`,
+// `rowReason` the row's) whatever the row says, at the next call's intent record or at its own
+// end, once. Deny first, kept: the forged end still ends what the run may do (its session grant
+// covers nothing, a call needing a human is refused at once). A real gateway, a same-user process
+// editing the store, the CLI.
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, expect, it } from "vitest";
@@ -30,9 +31,14 @@ const call = (gw: RawGateway, id: string) => {
   return gw.next((m) => m.id === id, 30_000);
 };
 
-it.each(["gateway_gone", "ended_in_store"])(
-  "a live run's row ended by an edit with reason %s: approvals refused, and its gateway's clean end records the run's end",
-  async (reason) => {
+it.each([
+  ["gateway_gone", "a call after it"],
+  ["ended_in_store", "a call after it"],
+  ["gateway_gone", "no call after it"],
+  ["ended_in_store", "no call after it"],
+])(
+  "a live run's row ended by an edit with reason %s, %s: the run's end recorded by its gateway, once (a call after it refused)",
+  async (reason, then) => {
     const dir = tempDir("portcullis-row-recorded-");
     cleanup.push(() => removeDir(dir));
     const gw = rawGateway({
@@ -60,18 +66,32 @@ it.each(["gateway_gone", "ended_in_store"])(
       run,
     );
     db.close();
-    // deny first: the forged end is an end for what the run may do
-    const after = await call(gw, "after");
-    expect(after.error, "went out under the grant of a run its row says ended").toBeDefined();
-    expect(JSON.stringify(after.error)).toContain("agent run ended");
+    if (then === "a call after it") {
+      // deny first: the forged end is an end for what the run may do
+      const after = await call(gw, "after");
+      expect(after.error, "went out under the grant of a run its row says ended").toBeDefined();
+      expect(JSON.stringify(after.error)).toContain("agent run ended");
+    }
 
     gw.closeStdin();
     expect((await gw.exited).code, gw.stderr()).toBe(0);
-    expect(gw.stderr()).toMatch(
-      new RegExp(
-        `agent run ${run} had been ended by another process \\(reason ${reason} in its row\\).*recorded its end now`,
-      ),
-    );
+    if (then === "a call after it") {
+      // recorded at the call that found it (ahead of that call's record), not again at its end
+      expect(gw.stderr()).toMatch(
+        new RegExp(
+          `agent run ${run} was ended in the store by another process \\(reason ${reason} in its row, which this gateway cannot tell from an edit that recorded nothing; .*: it records the end \\(run_ended, reason ended_in_store\\)`,
+        ),
+      );
+      expect(gw.stderr()).toMatch(
+        new RegExp(`agent run ${run} had already been ended .*: this gateway had recorded that end`),
+      );
+    } else {
+      expect(gw.stderr()).toMatch(
+        new RegExp(
+          `agent run ${run} had been ended by another process \\(reason ${reason} in its row\\).*recorded its end now`,
+        ),
+      );
+    }
 
     const ends = (await verifiedAuditEvents(stateDir)).filter((e) => e.type === "run_ended" && e.run === run);
     expect(ends).toEqual([expect.objectContaining({ reason: "ended_in_store", rowReason: reason })]);
