@@ -39,7 +39,7 @@ function markPath(stateDir: string): string {
 /**
  * Writes the mark (0600, fsynced: a rename that reached the disk has its mark there too, the
  * directory's fsync after the rename covering both). A mark that cannot be written stops the
- * change before its rename: nothing is changed.
+ * change before its rename: nothing is changed (the command says so).
  */
 export function markChangeUnrecorded(stateDir: string, mark: ChangeMark): void {
   const path = markPath(stateDir);
@@ -54,14 +54,21 @@ export function markChangeUnrecorded(stateDir: string, mark: ChangeMark): void {
   } catch (e) {
     rmSync(path, { force: true });
     throw new KeyringError(
-      `cannot write ${path} (the mark of a change not yet recorded): ${fileProblem((e as NodeJS.ErrnoException).code)}; nothing was changed`,
+      `cannot write ${path} (the mark of a change not yet recorded): ${fileProblem((e as NodeJS.ErrnoException).code)}`,
     );
   }
 }
 
-/** Removes the mark: the change is recorded (or was never made). */
+/**
+ * Removes the mark: the change is recorded (or was never made). Best effort: a mark that stays
+ * names a change the next command finds recorded already, and removes then.
+ */
 export function clearChangeMark(stateDir: string): void {
-  rmSync(markPath(stateDir), { force: true });
+  try {
+    rmSync(markPath(stateDir), { force: true });
+  } catch {
+    // left for the next command (recordedAfter)
+  }
 }
 
 /** The mark, null when there is none, "unreadable" when it is not one (killed while writing it). */

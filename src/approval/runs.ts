@@ -40,9 +40,9 @@ export interface Run {
    * Set once this process wrote a `run_ended` of the run (its condition held, in the transaction
    * that writes it): what it knows of its run's record without reading the sealed chain. A row
    * ended by another process with a reason a recording writer gives may be an edit that wrote
-   * none (`UPDATE runs SET ended_reason = 'gateway_gone'`), so the gateway's end writes its own
-   * unless this is set (src/cli/agentRun.ts, recordEndedElsewhere): the run's end is in the chain
-   * whenever its gateway ends cleanly.
+   * none (`UPDATE runs SET ended_reason = 'gateway_gone'`), so the gateway writes its own unless
+   * this is set, at the next call (src/approval/runEndWatch.ts) or at its end (src/cli/agentRun.ts,
+   * recordEndedElsewhere): the run's end is in the chain whenever its gateway ends cleanly.
    */
   endRecordedHere?: boolean;
 }
