@@ -8,7 +8,13 @@
  * (A denial's statement never changed: an older gateway honours it.)
  */
 import type { Store } from "../store/db.js";
-import { schemaVersionAt } from "../store/schemaVersion.js";
+import {
+  olderThan,
+  type ProcessSchema,
+  processSchemaVersion,
+  schemaPhrase,
+  schemaVersionAt,
+} from "../store/schemaVersion.js";
 import { reviewDigestMigration } from "./schema.js";
 
 /**
@@ -18,23 +24,29 @@ import { reviewDigestMigration } from "./schema.js";
 export const APPROVALS_HONOURED_SINCE = reviewDigestMigration.version;
 
 /**
- * The schema version the gateway of a run (pid and start time as the run recorded them) runs: the
- * store's when that gateway registered (store/schemaVersion.ts), or when the run began where the
- * gateway's row is not there.
+ * The schema version the gateway of a run (pid and start time as the run recorded them) runs: as
+ * its row says (store/schemaVersion.ts: recorded, or inferred from when the row was written), or
+ * inferred from when the run began where the gateway's row is not there. Deny first: "unreadable"
+ * when any row of that process records an unreadable one.
  */
 export function gatewaySchemaOfRun(
   db: Store,
   run: { gatewayPid: number; gatewayPidStart: string | null; startedAt: string },
-): number | null {
-  const row = db
-    .prepare("SELECT min(started_at) AS at FROM gateways WHERE pid = ? AND pid_start IS ?")
-    .get(run.gatewayPid, run.gatewayPidStart) as { at: string | null };
-  return schemaVersionAt(db, row.at ?? run.startedAt);
+): ProcessSchema {
+  const rows = db
+    .prepare(
+      "SELECT started_at, schema_version FROM gateways WHERE pid = ? AND pid_start IS ? ORDER BY started_at",
+    )
+    .all(run.gatewayPid, run.gatewayPidStart) as { started_at: string; schema_version: unknown }[];
+  if (rows.length === 0) return schemaVersionAt(db, run.startedAt);
+  const read = rows.map((r) => processSchemaVersion(db, r.schema_version, r.started_at));
+  return read.includes("unreadable") ? "unreadable" : read[0]!;
 }
 
 /**
  * Why approving a request of this run would not be honoured by its gateway (one started by a
- * portcullis older than APPROVALS_HONOURED_SINCE), or null when it would be.
+ * portcullis older than APPROVALS_HONOURED_SINCE, or one whose schema version is unreadable),
+ * or null when it would be.
  */
 export function approvalNotHonouredBy(
   db: Store,
@@ -42,10 +54,10 @@ export function approvalNotHonouredBy(
   id: string,
 ): string | null {
   const schema = gatewaySchemaOfRun(db, run);
-  if (schema === null || schema >= APPROVALS_HONOURED_SINCE) return null;
+  if (!olderThan(schema, APPROVALS_HONOURED_SINCE)) return null;
   return (
     `the gateway that asked approval request ${id} (pid ${run.gatewayPid}) was started by an older portcullis ` +
-    `(store schema version ${schema}), which does not honour approvals as this one signs them ` +
+    `(${schemaPhrase(schema)}), which does not honour approvals as this one signs them ` +
     `(since schema version ${APPROVALS_HONOURED_SINCE}): nothing was decided. Restart that gateway so that it runs this ` +
     `portcullis (restart the MCP client that started it, or end it: kill ${run.gatewayPid}), then approve the request its call makes then`
   );

@@ -41,6 +41,7 @@ import {
   StoreError,
   writeRefused,
 } from "../store/db.js";
+import { olderThan, schemaPhrase } from "../store/schemaVersion.js";
 import { existingStateDir, hintStateDir, quotedCommand, stateDirFlagFor } from "../store/stateDir.js";
 import { storeAdvice } from "../store/storeAdvice.js";
 import { closeStoreUnlessLost } from "../store/storeWatch.js";
@@ -409,8 +410,8 @@ function listRequests(db: Store, json: boolean, verbose: boolean, stateDir: stri
     const run = getRun(db, r.agentRun);
     const schema = run ? gatewaySchemaOfRun(db, run) : null;
     const decide =
-      run && schema !== null && schema < APPROVALS_HONOURED_SINCE
-        ? `\n  decide     only a denial: its gateway (pid ${run.gatewayPid}) was started by an older portcullis (store schema version ${schema}), which cannot verify this version's approvals; restart it to approve its calls, or deny: portcullis deny ${r.request}${sd}`
+      run && olderThan(schema, APPROVALS_HONOURED_SINCE)
+        ? `\n  decide     only a denial: its gateway (pid ${run.gatewayPid}) was started by an older portcullis (${schemaPhrase(schema)}), which cannot verify this version's approvals; restart it to approve its calls, or deny: portcullis deny ${r.request}${sd}`
         : `\n  decide     portcullis approve ${r.request}${sd}   or   portcullis deny ${r.request}${sd}`;
     process.stdout.write(`${shown.text}${shown.readable ? decide : ""}\n\n`);
   }

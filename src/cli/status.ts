@@ -2,7 +2,7 @@ import { displayJson, safeText } from "../catalog/text.js";
 import { epochBegan, type GatewayRow, listGateways } from "../gateway/registry.js";
 import { type ExecutionRecord, processStartTime, writtenServerInfo } from "../identity/index.js";
 import { openStoreToRead } from "../store/db.js";
-import { KNOWN_SCHEMA_VERSION, portcullisVersion } from "../store/schemaVersion.js";
+import { KNOWN_SCHEMA_VERSION, olderThan, portcullisVersion, schemaPhrase } from "../store/schemaVersion.js";
 import { existingStateDir, quotedCommand } from "../store/stateDir.js";
 import { type ListenInfo, readListenInfos, readTokenFile } from "../transport/httpInfo.js";
 import { printableJson } from "../util/printableJson.js";
@@ -17,7 +17,8 @@ Every running gateway: its server label, state, execution epoch, execution recor
 Every HTTP front (run --listen): its URL, and the bearer token clients must send (a local
 credential of yours: it is shown here and kept in its 0600 file, never logged).
 A gateway an older portcullis started, still running after an upgrade, is said to be one, with
-its store schema version (schemaVersion in --json): restart it to run this portcullis.
+its store schema version (schemaVersion in --json; "unreadable", counted as older, when what it
+recorded cannot be read): restart it to run this portcullis.
   --all    also gateways that have ended`;
 
 export async function statusCommand(args: string[]): Promise<number> {
@@ -135,9 +136,9 @@ export function renderGateway(g: StatusRow): string {
     w(`  identity   ${t(r.identityDigest)}`);
   }
   // still running from before an upgrade: it goes on as its version did until restarted
-  if (g.running && g.schemaVersion !== null && g.schemaVersion < KNOWN_SCHEMA_VERSION)
+  if (g.running && olderThan(g.schemaVersion, KNOWN_SCHEMA_VERSION))
     w(
-      `  version    started by an older portcullis (store schema version ${t(g.schemaVersion)}; this one, ${t(portcullisVersion())}, knows ${KNOWN_SCHEMA_VERSION}): restart it to run this one (restart the MCP client that started it)`,
+      `  version    started by an older portcullis (${t(schemaPhrase(g.schemaVersion))}; this one, ${t(portcullisVersion())}, knows ${KNOWN_SCHEMA_VERSION}): restart it to run this one (restart the MCP client that started it)`,
     );
   if (g.unreadable)
     w(`  unreadable ${t(g.unreadable)}: something rewrote its row in the store; nothing is shown of it`);

@@ -9,6 +9,7 @@
 import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { processStartTime } from "../identity/proc.js";
+import { KNOWN_SCHEMA_VERSION, recordedSchemaVersion } from "../store/schemaVersion.js";
 
 export interface ConsoleAddress {
   /** Base URL, e.g. `http://127.0.0.1:7345` (no trailing slash). */
@@ -18,6 +19,12 @@ export interface ConsoleAddress {
   startTime: string | null;
   /** The console's ticket (ticket.ts); null from a console that published none. */
   ticket: string | null;
+  /**
+   * The store schema version the console runs, as it recorded it (store/schemaVersion.ts:
+   * "unreadable" when what it recorded is no version); undefined from a console of a portcullis
+   * that recorded none, whose version is inferred from the file's time (olderConsole.ts).
+   */
+  schemaVersion?: number | "unreadable";
 }
 
 export function consoleAddressPath(stateDir: string): string {
@@ -30,7 +37,14 @@ export function writeConsoleAddress(
   url: string,
   ticket: string | null = null,
 ): ConsoleAddress {
-  const address: ConsoleAddress = { url, pid: process.pid, startTime: processStartTime(process.pid), ticket };
+  const address: ConsoleAddress = {
+    url,
+    pid: process.pid,
+    startTime: processStartTime(process.pid),
+    ticket,
+    // the schema this console runs: it opened the store before it listens (store/schemaVersion.ts)
+    schemaVersion: KNOWN_SCHEMA_VERSION,
+  };
   const path = consoleAddressPath(stateDir);
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(tmp, `${JSON.stringify(address)}\n`, { mode: 0o600 });
@@ -53,7 +67,7 @@ export function readConsoleAddress(stateDir: string): ConsoleAddress | null {
     return null;
   }
   if (!parsed || typeof parsed !== "object") return null;
-  const { url, pid, startTime, ticket } = parsed as Record<string, unknown>;
+  const { url, pid, startTime, ticket, schemaVersion } = parsed as Record<string, unknown>;
   if (typeof url !== "string" || !/^http:\/\/127\.0\.0\.1:\d{1,5}$/.test(url)) return null;
   if (typeof pid !== "number" || !Number.isInteger(pid) || pid <= 0) return null;
   const alive = processStartTime(pid);
@@ -63,6 +77,7 @@ export function readConsoleAddress(stateDir: string): ConsoleAddress | null {
     pid,
     startTime: typeof startTime === "string" ? startTime : null,
     ticket: typeof ticket === "string" && /^[A-Za-z0-9_-]{1,128}$/.test(ticket) ? ticket : null,
+    schemaVersion: recordedSchemaVersion(schemaVersion),
   };
 }
 

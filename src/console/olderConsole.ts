@@ -1,24 +1,24 @@
 /**
  * A console started by an older portcullis, still running after an upgrade: `portcullis console`
  * hands the user its address, and the user would decide in it with the older version's code. Its
- * address file is written once it listens, after it opened the store: the store's schema version
- * then is the one it runs (store/schemaVersion.ts).
+ * address file is written once it listens, after it opened the store, and says the schema version
+ * it runs; one a portcullis before that recording wrote says none, and the store's schema version
+ * when the file was written is the one it runs (store/schemaVersion.ts).
  */
 import { statSync } from "node:fs";
 import { openStoreToRead, upgradedOnOpen } from "../store/db.js";
-import { KNOWN_SCHEMA_VERSION, portcullisVersion, schemaVersionAt } from "../store/schemaVersion.js";
+import {
+  KNOWN_SCHEMA_VERSION,
+  olderThan,
+  type ProcessSchema,
+  portcullisVersion,
+  schemaPhrase,
+  schemaVersionAt,
+} from "../store/schemaVersion.js";
 import { type ConsoleAddress, consoleAddressPath } from "./address.js";
 
 /** The sentence saying the running console is an older portcullis's, or null when it is not. */
 export function olderConsole(stateDir: string, address: ConsoleAddress): string | null {
-  let written: string;
-  try {
-    // a second of slack: a file's time is the kernel's coarse clock, which may lag the one the
-    // console's own migrations were stamped with by a tick (a new console is no older one)
-    written = new Date(statSync(consoleAddressPath(stateDir)).mtimeMs + 1000).toISOString();
-  } catch {
-    return null;
-  }
   let db: ReturnType<typeof openStoreToRead>;
   try {
     db = openStoreToRead(stateDir);
@@ -28,14 +28,28 @@ export function olderConsole(stateDir: string, address: ConsoleAddress): string 
   try {
     // bringing the store up just now said so already, naming the console among what still runs
     if (upgradedOnOpen(db)) return null;
-    const schema = schemaVersionAt(db, written);
-    if (schema === null || schema >= KNOWN_SCHEMA_VERSION) return null;
-    return (
-      `console: warning: that console (pid ${address.pid}) was started by an older portcullis (store schema version ${schema}; ` +
-      `this one, ${portcullisVersion()}, knows ${KNOWN_SCHEMA_VERSION}), and decides with that version's code: ` +
-      `end it (kill ${address.pid}) and run 'portcullis console' again to run this one.`
-    );
+    // as the console recorded it (deny first: an unreadable record counts as older)
+    if (address.schemaVersion !== undefined) return sentence(address, address.schemaVersion);
+    // a console of a portcullis before the recording: the store's version when it wrote its file
+    let written: string;
+    try {
+      // a second of slack: a file's time is the kernel's coarse clock, which may lag the one the
+      // console's own migrations were stamped with by a tick (a new console is no older one)
+      written = new Date(statSync(consoleAddressPath(stateDir)).mtimeMs + 1000).toISOString();
+    } catch {
+      return null;
+    }
+    return sentence(address, schemaVersionAt(db, written));
   } finally {
     db.close();
   }
+}
+
+function sentence(address: ConsoleAddress, schema: ProcessSchema): string | null {
+  if (!olderThan(schema, KNOWN_SCHEMA_VERSION)) return null;
+  return (
+    `console: warning: that console (pid ${address.pid}) was started by an older portcullis (${schemaPhrase(schema)}; ` +
+    `this one, ${portcullisVersion()}, knows ${KNOWN_SCHEMA_VERSION}), and decides with that version's code: ` +
+    `end it (kill ${address.pid}) and run 'portcullis console' again to run this one.`
+  );
 }

@@ -9,7 +9,7 @@ import {
   recordedPlace,
 } from "../identity/proc.js";
 import { isBusy, type Store, waitingOnce, writeRefused } from "../store/db.js";
-import { schemaVersionAt } from "../store/schemaVersion.js";
+import { KNOWN_SCHEMA_VERSION, type ProcessSchema, processSchemaVersion } from "../store/schemaVersion.js";
 import { storeAdvice } from "../store/storeAdvice.js";
 import {
   AN_OBJECT,
@@ -80,11 +80,13 @@ export interface GatewayRow {
    */
   unseen: "another PID namespace" | "cannot tell" | null;
   /**
-   * The store's schema version when the gateway registered, which is the one the portcullis that
-   * started it knows (store/schemaVersion.ts): below this portcullis's, a gateway started by an
-   * older one, still running after an upgrade. null when no migration predates its row.
+   * The schema version the gateway runs, which is the one the portcullis that started it knows:
+   * as its row records it, or for a row written before that was recorded the store's when the row
+   * was written (store/schemaVersion.ts). Below this portcullis's, or "unreadable" (counted as
+   * older), a gateway started by an older one, still running after an upgrade. null when nothing
+   * tells (no migration predates a row that records none).
    */
-  schemaVersion: number | null;
+  schemaVersion: ProcessSchema;
 }
 
 const MAX_STATUS_LINES = 50;
@@ -285,8 +287,8 @@ export class GatewayRegistry {
     if (!this.inserted)
       this.db
         .prepare(
-          `INSERT INTO gateways (gateway_id, pid, pid_start, pid_ns, boot, server_label, started_at, heartbeat_at, state)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'starting')`,
+          `INSERT INTO gateways (gateway_id, pid, pid_start, pid_ns, boot, server_label, started_at, heartbeat_at, state, schema_version)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'starting', ?)`,
         )
         .run(
           this.gatewayId,
@@ -299,6 +301,9 @@ export class GatewayRegistry {
           this.serverLabel,
           this.startedAt,
           now,
+          // the schema this gateway runs (store/schemaVersion.ts): read as it is, not from the
+          // clock, whose steps back would have it misread
+          KNOWN_SCHEMA_VERSION,
         );
     for (const { record, reason } of this.epochs.values()) this.writeEpoch(record, reason);
     const sets: string[] = ["heartbeat_at = ?"];
@@ -405,7 +410,7 @@ export function listGateways(db: Store, opts: { all?: boolean } = {}): GatewayRo
       status: stored.filter((s) => !s.paused).map((s) => ({ at: s.at, line: redactText(s.line) })),
       endedAt: (r.ended_at as string | null) ?? null,
       running,
-      schemaVersion: schemaVersionAt(db, r.started_at as string),
+      schemaVersion: processSchemaVersion(db, r.schema_version, r.started_at as string),
       liveness,
       unseen:
         liveness !== "unknown"

@@ -17,3 +17,18 @@ export const gatewayPlaceMigration: Migration = {
     ALTER TABLE gateways ADD COLUMN boot TEXT;
   `,
 };
+
+/**
+ * The schema version each gateway runs, as it says when it registers (store/schemaVersion.ts):
+ * the one its portcullis knows, which the store is at once that portcullis opened it. Before this
+ * migration it was inferred from when the row was written against when each migration was
+ * applied, which a clock stepped back between an upgrade and a gateway's start misreads. Null in
+ * rows written before this migration: those are still read by that inference.
+ */
+export const gatewaySchemaVersionMigration: Migration = {
+  version: 20,
+  owner: "gateway (schema version it runs)",
+  sql: `
+    ALTER TABLE gateways ADD COLUMN schema_version INTEGER;
+  `,
+};

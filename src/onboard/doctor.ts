@@ -24,7 +24,7 @@ import {
   loadPublicKeyring,
 } from "../keyring/keyring.js";
 import { missingSchema, openStore, type Store, StoreError, storeFailure } from "../store/db.js";
-import { KNOWN_SCHEMA_VERSION, portcullisVersion } from "../store/schemaVersion.js";
+import { KNOWN_SCHEMA_VERSION, olderThan, portcullisVersion, schemaPhrase } from "../store/schemaVersion.js";
 import { quotedLine, STORE_FILE, stateDirFlagFor, stateDirPath } from "../store/stateDir.js";
 import { storeAdvice } from "../store/storeAdvice.js";
 import type { StoreCause } from "../store/storeError.js";
@@ -183,10 +183,10 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
         });
         // still running from before an upgrade (store/schemaVersion.ts): it goes on as that
         // version did (an approval it cannot verify is refused: approval/olderGateway.ts)
-        if (g.running && g.schemaVersion !== null && g.schemaVersion < KNOWN_SCHEMA_VERSION)
+        if (g.running && olderThan(g.schemaVersion, KNOWN_SCHEMA_VERSION))
           findings.push({
             ok: false,
-            what: `gateway "${g.serverLabel}" (pid ${g.pid}) was started by an older portcullis (store schema version ${g.schemaVersion}; this one, ${portcullisVersion()}, knows ${KNOWN_SCHEMA_VERSION}) and runs that version's code`,
+            what: `gateway "${g.serverLabel}" (pid ${g.pid}) was started by an older portcullis (${schemaPhrase(g.schemaVersion)}; this one, ${portcullisVersion()}, knows ${KNOWN_SCHEMA_VERSION}) and runs that version's code`,
             next: `restart it so that it runs this portcullis: restart the MCP client that started it (or end it: kill ${g.pid})`,
           });
       }

@@ -12,7 +12,7 @@ import {
   signedDecisionsMigration,
 } from "../approval/schema.js";
 import { openIntentsWithoutRowid } from "../gateway/openIntentsSchema.js";
-import { gatewayPlaceMigration } from "../gateway/registrySchema.js";
+import { gatewayPlaceMigration, gatewaySchemaVersionMigration } from "../gateway/registrySchema.js";
 import { egressMigration } from "../vault/egress/schema.js";
 import { VAULT_SCHEMA_SQL } from "../vault/schema.js";
 import type { Migration } from "./migration.js";
@@ -115,4 +115,5 @@ export const migrations: Migration[] = [
   runPlaceMigration,
   gatewayPlaceMigration,
   callWaitMigration,
+  gatewaySchemaVersionMigration,
 ];

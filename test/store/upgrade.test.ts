@@ -4,15 +4,16 @@
 //  - a store a newer portcullis brought to a schema version above this one's: every command,
 //    `run` included, refuses it in one sentence naming both versions and what to do, and writes
 //    nothing (the store's bytes, the files of the state directory);
-//  - a gateway started before an upgrade (its row older than the migrations applied since, which
-//    is how the store tells the schema a process runs: src/store/schemaVersion.ts): approve refuses
+//  - a gateway started before an upgrade (its row, recording no schema version as a portcullis
+//    before migration 20 wrote it, older than the migrations applied since, which is how the store
+//    tells the schema such a process runs: src/store/schemaVersion.ts): approve refuses
 //    an approval that gateway could not verify (before schema 16, an approval signs a review it
 //    does not know, and it reported the grant as forged while the human was told "approved"),
 //    saying to restart it; a denial (whose signed statement never changed) is made; status and
 //    doctor mark it;
 //  - a command bringing the store up while such a gateway runs says which, and to restart it.
 // Real CLI processes and a real gateway.
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
@@ -111,11 +112,13 @@ describe("processes started before an upgrade", () => {
   it("approve refuses an approval it could not verify and says to restart it; deny is made; status and doctor mark it", async () => {
     const { stateDir, gw, request } = await gatewayWithRequest();
     // as the store reads after a newer portcullis applied migrations 16 and later under a gateway
-    // started at schema 15: applied after the gateway registered
+    // started at schema 15: applied after the gateway registered, and its row records no schema
+    // version (a portcullis before migration 20 recorded none: its version is inferred)
     const db = new Database(join(stateDir, "portcullis.db"));
     db.prepare("UPDATE schema_migrations SET applied_at = ? WHERE version >= 16").run(
       new Date().toISOString(),
     );
+    db.prepare("UPDATE gateways SET schema_version = NULL").run();
     db.close();
 
     const status = await cli(stateDir, ["status"]);
@@ -169,19 +172,20 @@ describe("processes started before an upgrade", () => {
 
   it("a command that brings the store up while it runs names it, once, and says to restart it", async () => {
     const { stateDir, gw } = await gatewayWithRequest();
-    // the store as the portcullis before migration 19 (two columns) left it: 19 is the last one as
-    // this is written, so the command brings it from 18 to the newest
+    // the store as the portcullis before migration 20 (one column) left it: this undoes the newest
+    // migration, so that the command brings the store from the one before to the newest. Written
+    // for 20: a newer migration must be undone here instead (its rows and columns dropped)
+    expect(KNOWN_SCHEMA_VERSION, "undo the newest migration below, then change this").toBe(20);
     const db = new Database(join(stateDir, "portcullis.db"));
     db.exec(`
-      DELETE FROM schema_migrations WHERE version = 19;
-      ALTER TABLE approval_requests DROP COLUMN call_wait;
-      ALTER TABLE approval_requests DROP COLUMN call_wait_at;
+      DELETE FROM schema_migrations WHERE version = 20;
+      ALTER TABLE gateways DROP COLUMN schema_version;
     `);
     db.close();
     const up = await cli(stateDir, ["approvals", "--json"]);
     expect(up.code).toBe(0);
     expect(up.stderr).toContain(
-      `portcullis: warning: this portcullis (${portcullisVersion()}) brought the store ${join(stateDir, "portcullis.db")} from schema version 18 to ${KNOWN_SCHEMA_VERSION}, ` +
+      `portcullis: warning: this portcullis (${portcullisVersion()}) brought the store ${join(stateDir, "portcullis.db")} from schema version 19 to ${KNOWN_SCHEMA_VERSION}, ` +
         `while processes the older portcullis started still run on it: gateway "shell" (pid ${gw.pid})`,
     );
     expect(up.stderr).toContain(`or end them (kill ${gw.pid}`);
@@ -189,7 +193,8 @@ describe("processes started before an upgrade", () => {
     // said once: the store is up to date now
     const again = await cli(stateDir, ["status"]);
     expect(again.stderr).toBe("");
-    expect(again.stdout).toContain("started by an older portcullis (store schema version 18;");
+    // its row, written before the column was there, records no version: inferred, 19
+    expect(again.stdout).toContain("started by an older portcullis (store schema version 19;");
   });
 
   it("console, finding one an older portcullis started, gives its address and says to end and start it again", async () => {
@@ -199,7 +204,16 @@ describe("processes started before an upgrade", () => {
     cleanup.push(() => c.stop());
     const current = await cli(stateDir, ["console", "--no-open"]);
     expect(current.stderr).toBe("");
-    // the last migration applied after the console started: as a newer portcullis leaves the store
+    // its address file as a portcullis before the recording wrote it (no schemaVersion: inferred
+    // from the file's time), and the last migration applied after the console started: as a newer
+    // portcullis leaves the store
+    const file = join(stateDir, "console.json");
+    const { schemaVersion, ...unrecorded } = JSON.parse(readFileSync(file, "utf8")) as Record<
+      string,
+      unknown
+    >;
+    expect(schemaVersion).toBe(KNOWN_SCHEMA_VERSION);
+    writeFileSync(file, `${JSON.stringify(unrecorded)}\n`, { mode: 0o600 });
     const db = new Database(join(stateDir, "portcullis.db"));
     db.prepare("UPDATE schema_migrations SET applied_at = ? WHERE version = ?").run(
       new Date(Date.now() + 5000).toISOString(),
