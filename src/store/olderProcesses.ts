@@ -1,8 +1,8 @@
 /**
  * What an upgrade leaves running. When a command of this portcullis brings a store up from an
- * older schema, the gateways and the console that opened it before were started by the older
- * portcullis (opening brings a store up to what the opener knows, so anything already running on
- * an older schema is older), and they go on with the code they loaded: additive migrations keep
+ * older schema, the gateways, the console and the vault holder that opened it before were started
+ * by the older portcullis (opening brings a store up to what the opener knows, so anything already
+ * running on an older schema is older), and they go on with the code they loaded: additive migrations keep
  * their statements working, but they do not do what this version does (a gateway too old to
  * verify this version's signed decisions does not honour them: approve and deny refuse those,
  * src/approval/olderGateway.ts). The user is told which processes, and to restart them.
@@ -11,15 +11,20 @@ import { dirname } from "node:path";
 import type Database from "better-sqlite3";
 import { readConsoleAddress } from "../console/address.js";
 import { processLiveness } from "../identity/procLiveness.js";
+import { liveHolderPids } from "../vault/liveHolders.js";
 import { KNOWN_SCHEMA_VERSION, portcullisVersion } from "./schemaVersion.js";
 
 export interface OlderProcess {
-  /** `gateway "LABEL"` or `the console` */
+  /** `gateway "LABEL"`, `the console` or `the vault holder` */
   what: string;
   pid: number;
 }
 
-/** The gateways (provably running, in this PID namespace) and the console running on `db` now. */
+/**
+ * The gateways (provably running, in this PID namespace), the console and the vault holder (the
+ * process that keeps the vault unlocked, found by the pid file `unlock` writes for it:
+ * vault/holderProcs.ts) running on `db` now.
+ */
 export function runningProcesses(db: Database.Database, stateDir: string): OlderProcess[] {
   const rows = db
     .prepare("SELECT * FROM gateways WHERE ended_at IS NULL ORDER BY started_at")
@@ -37,6 +42,7 @@ export function runningProcesses(db: Database.Database, stateDir: string): Older
   }
   const console = readConsoleAddress(stateDir);
   if (console) out.push({ what: "the console", pid: console.pid });
+  for (const pid of liveHolderPids(stateDir)) out.push({ what: "the vault holder", pid });
   return out;
 }
 
@@ -55,11 +61,18 @@ export function warnOlderProcesses(db: Database.Database, path: string, from: nu
   if (older.length === 0) return;
   const listed = older.map((p) => `${p.what} (pid ${p.pid})`).join(", ");
   const pids = older.map((p) => p.pid).join(" ");
+  // how to restart each kind, said for the kinds that run
+  const again = [
+    older.some((p) => p.what === "the console") ? "run 'portcullis console' again for the console" : "",
+    older.some((p) => p.what === "the vault holder")
+      ? "run 'portcullis lock' then 'portcullis unlock' for the vault holder (it keeps the vault unlocked)"
+      : "",
+  ].filter(Boolean);
   process.stderr.write(
     `portcullis: warning: this portcullis (${portcullisVersion()}) brought the store ${path} from schema version ${from} to ${KNOWN_SCHEMA_VERSION}, ` +
       `while processes the older portcullis started still run on it: ${listed}. They go on as that version did until they are restarted ` +
       `(approve says when a gateway is too old to honour this version's approvals); restart each to run this one: ` +
-      `restart the MCP client (or its server) that started each gateway, or end them (kill ${pids}), ` +
-      `and run 'portcullis console' again for the console. Older portcullis commands refuse this store from now on.\n`,
+      `restart the MCP client (or its server) that started each gateway, or end them (kill ${pids})` +
+      `${again.map((a) => `, and ${a}`).join("")}. Older portcullis commands refuse this store from now on.\n`,
   );
 }

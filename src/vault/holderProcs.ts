@@ -12,13 +12,13 @@
  */
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { describeOsProcess, processStartTime } from "../identity/proc.js";
-import { type LockOwner, readOwner, takeOwnedLock, writeOwner } from "../util/ownedLock.js";
+import { processStartTime } from "../identity/proc.js";
+import { readOwner, takeOwnedLock, writeOwner } from "../util/ownedLock.js";
+import { isHolder, liveHolderPids, PID_FILE } from "./liveHolders.js";
 import { VaultError } from "./secrets.js";
 
-/** The hidden command a holder runs as (`portcullis __vault-holder`). */
-export const HOLDER_COMMAND = "__vault-holder";
-const PID_FILE = /^vault-holder-(\d+)\.pid$/;
+export { HOLDER_COMMAND } from "./liveHolders.js";
+
 const VAULT_LOCK = "vault.lock";
 /** How long a vault command waits for another to finish (an unlock holds it while its holder starts). */
 const VAULT_LOCK_WAIT_MS = 30_000;
@@ -88,27 +88,7 @@ export async function holdersGone(stateDir: string, ms: number): Promise<boolean
 }
 
 function liveHolders(stateDir: string): number {
-  let names: string[];
-  try {
-    names = readdirSync(stateDir);
-  } catch {
-    return 0;
-  }
-  let live = 0;
-  for (const name of names) {
-    const m = PID_FILE.exec(name);
-    if (!m) continue;
-    const owner = readOwner(join(stateDir, name));
-    if (owner !== null && owner.pid === Number(m[1]) && isHolder(owner)) live++;
-  }
-  return live;
-}
-
-/** The same process that was recorded (pid and start time), and it runs a vault holder. */
-function isHolder(owner: LockOwner): boolean {
-  if (processStartTime(owner.pid) !== owner.startTime) return false;
-  const described = describeOsProcess(owner.pid);
-  return described?.startTime === owner.startTime && (described.argv ?? []).includes(HOLDER_COMMAND);
+  return liveHolderPids(stateDir).length;
 }
 
 /**

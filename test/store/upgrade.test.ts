@@ -11,7 +11,8 @@
 //    does not know, and it reported the grant as forged while the human was told "approved"),
 //    saying to restart it; a denial (whose signed statement never changed) is made; status and
 //    doctor mark it;
-//  - a command bringing the store up while such a gateway runs says which, and to restart it.
+//  - a command bringing the store up while such a gateway and a vault holder run says which, and
+//    to restart them.
 // Real CLI processes and a real gateway.
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -170,8 +171,15 @@ describe("processes started before an upgrade", () => {
     expect(denied.code).toBe(0);
   });
 
-  it("a command that brings the store up while it runs names it, once, and says to restart it", async () => {
+  it("a command that brings the store up while it and a vault holder run names both, once, and says to restart them", async () => {
     const { stateDir, gw } = await gatewayWithRequest();
+    // the vault unlocked: its holder (the process keeping it unlocked) an older portcullis's too
+    const unlocked = await cli(stateDir, ["unlock", "--for", "10m"]);
+    expect(unlocked.code, unlocked.stderr).toBe(0);
+    cleanup.push(async () => void (await cli(stateDir, ["lock"])));
+    const holderFiles = readdirSync(stateDir).filter((f) => /^vault-holder-\d+\.pid$/.test(f));
+    expect(holderFiles).toHaveLength(1);
+    const holder = Number(/\d+/.exec(holderFiles[0]!)![0]);
     // the store as the portcullis before migration 20 (one column) left it: this undoes the newest
     // migration, so that the command brings the store from the one before to the newest. Written
     // for 20: a newer migration must be undone here instead (its rows and columns dropped)
@@ -186,9 +194,11 @@ describe("processes started before an upgrade", () => {
     expect(up.code).toBe(0);
     expect(up.stderr).toContain(
       `portcullis: warning: this portcullis (${portcullisVersion()}) brought the store ${join(stateDir, "portcullis.db")} from schema version 19 to ${KNOWN_SCHEMA_VERSION}, ` +
-        `while processes the older portcullis started still run on it: gateway "shell" (pid ${gw.pid})`,
+        `while processes the older portcullis started still run on it: gateway "shell" (pid ${gw.pid}), the vault holder (pid ${holder}). `,
     );
-    expect(up.stderr).toContain(`or end them (kill ${gw.pid}`);
+    expect(up.stderr).toContain(
+      `or end them (kill ${gw.pid} ${holder}), and run 'portcullis lock' then 'portcullis unlock' for the vault holder (it keeps the vault unlocked). `,
+    );
     expect(up.stderr.trim().split("\n")).toHaveLength(1);
     // said once: the store is up to date now
     const again = await cli(stateDir, ["status"]);

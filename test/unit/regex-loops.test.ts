@@ -247,7 +247,7 @@ const BOUNDED_INPUT: [string, string, string][] = [
     "runs in the server's own process (the egress preload), on its NO_PROXY entries",
   ],
   [
-    "src/vault/holderProcs.ts",
+    "src/vault/liveHolders.ts",
     "/^vault-holder-(\\d+)\\.pid$/",
     "a file name in the state directory: at most 255 bytes",
   ],
