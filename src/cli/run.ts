@@ -5,6 +5,8 @@ import type { GatewayOptions } from "../gateway/gateway.js";
 import { checkIncludes, IncludeError } from "../identity/include.js";
 import { foreignProc, OWN_PROC_FIX } from "../identity/procRead.js";
 import { KEYRING_FILE } from "../keyring/file.js";
+import { headerSchemaVersion } from "../store/headerVersion.js";
+import { KNOWN_SCHEMA_VERSION } from "../store/schemaVersion.js";
 import { resolveStateDir, STORE_FILE, stateDirPath } from "../store/stateDir.js";
 import { EarlyStart } from "../supervisor/earlyStart.js";
 import type { LISTEN_ONLY_FLAGS } from "../transport/httpAccess.js";
@@ -187,20 +189,31 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
  * placeholders and, at each spawn, released values or an egress proxy's variables; an HTTP
  * front launches one server per session; a remote server is no process of ours. Not when the
  * gateway will refuse to start for want of a keyring or of a store it can write (read-only, or on
- * a disk with less than EARLY_FREE_BYTES left): it refuses those before any server runs. A store
- * that fails later (damaged, say) ends the server unused.
+ * a disk with less than EARLY_FREE_BYTES left, or newer than this portcullis by its header): it
+ * refuses those before any server runs. A store that fails later (damaged, say, or newer by a
+ * header that did not say so) ends the server unused.
  */
 function startsEarly(server: ServerConfig, stateDir: string, listen: unknown): boolean {
   if (server.remote || listen || server.credentialSpecs.length > 0 || server.egress !== undefined)
     return false;
-  // what the gateway refuses before any server runs: no keyring, a store it cannot write
+  // what the gateway refuses before any server runs: no keyring, a store it cannot write, a store
+  // a newer portcullis brought to a schema this one does not know (its header says so: one read)
   const store = join(stateDir, STORE_FILE);
   return (
     existsSync(join(stateDir, KEYRING_FILE)) &&
     writable(stateDir) &&
-    (!existsSync(store) || writable(store)) &&
+    (!existsSync(store) || (writable(store) && !newerStore(store))) &&
     roomFor(stateDir)
   );
+}
+
+/**
+ * Whether the store's header says a newer portcullis migrated it (store/headerVersion.ts): then
+ * the gateway refuses it, and no server is spawned first to be ended unused.
+ */
+function newerStore(store: string): boolean {
+  const version = headerSchemaVersion(store);
+  return version !== null && version > KNOWN_SCHEMA_VERSION;
 }
 
 /**

@@ -783,9 +783,21 @@ function migrate(db: Store): number {
         m.version,
         new Date().toISOString(),
       );
+      // the version in the file's header too, for `run`'s read before it opens the store
+      // (headerVersion.ts); a later migration only raises it
+      db.pragma(`user_version = ${m.version}`);
       count++;
     }).immediate();
   }
+  // the header page copied into the main file now, where `run` reads it. Best effort: a reader
+  // holding an older snapshot keeps a passive checkpoint short of it, a full disk fails it; the
+  // header is a hint, the opening's check of schema_migrations stands (headerVersion.ts)
+  if (count > 0)
+    try {
+      db.pragma("wal_checkpoint(PASSIVE)");
+    } catch {
+      // the store is as usable as without it
+    }
   return count;
 }
 

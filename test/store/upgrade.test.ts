@@ -3,7 +3,7 @@
 // entry). An older build cannot run from a clean clone, so each side is simulated in the store:
 //  - a store a newer portcullis brought to a schema version above this one's: every command,
 //    `run` included, refuses it in one sentence naming both versions and what to do, and writes
-//    nothing (the store's bytes, the files of the state directory);
+//    nothing (the store's bytes, the files of the state directory); `run` never starts its server;
 //  - a gateway started before an upgrade (its row, recording no schema version as a portcullis
 //    before migration 20 wrote it, older than the migrations applied since, which is how the store
 //    tells the schema such a process runs: src/store/schemaVersion.ts): approve refuses
@@ -14,7 +14,8 @@
 //  - a command bringing the store up while such a gateway and a vault holder run says which, and
 //    to restart them.
 // Real CLI processes and a real gateway.
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
@@ -25,7 +26,6 @@ import { makeCatalog } from "../helpers/catalog.js";
 import { catalogGateway } from "../helpers/catalogGateway.js";
 import { removeDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
-import { FIXTURES, NODE } from "../helpers/paths.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
 const cleanup: (() => Promise<void> | void)[] = [];
@@ -51,13 +51,19 @@ describe("a store a newer portcullis wrote", () => {
     const stateDir = newStateDir();
     cleanup.push(() => removeDir(stateDir));
     const newer = KNOWN_SCHEMA_VERSION + 1;
+    // as the newer portcullis's migration leaves it: recorded, and its version in the file's header
     const db = new Database(join(stateDir, "portcullis.db"));
     db.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)").run(
       newer,
       new Date().toISOString(),
     );
+    db.pragma(`user_version = ${newer}`);
     db.close();
     const before = snapshot(stateDir);
+    // the server run would start leaves this file as soon as it runs (outside the state directory)
+    const elsewhere = mkdtempSync(join(tmpdir(), "portcullis-upgrade-"));
+    cleanup.push(() => removeDir(elsewhere));
+    const marker = join(elsewhere, "server-ran");
     const commands: string[][] = [
       ["status"],
       ["status", "--json"],
@@ -78,9 +84,8 @@ describe("a store a newer portcullis wrote", () => {
       ["unlock"],
       ["passkey", "list"],
       ["console", "--no-open"],
-      // (its server may have been spawned early, src/cli/run.ts: it is ended unused, as for a
-      // damaged store)
-      ["run", "--label", "x", "--", NODE, FIXTURES.echo],
+      // its server is not spawned early (src/cli/run.ts): the store's header says it is newer
+      ["run", "--label", "x", "--", "/bin/sh", "-c", `: > '${marker}'; exec sleep 30`],
     ];
     const sentence = new RegExp(
       `^portcullis [a-z]+: the store ${join(stateDir, "portcullis.db")} was written by a newer portcullis ` +
@@ -95,6 +100,7 @@ describe("a store a newer portcullis wrote", () => {
       expect(r.stdout, args.join(" ")).toBe("");
       expect(snapshot(stateDir), args.join(" ")).toEqual(before);
     }
+    expect(existsSync(marker), "run's server ran").toBe(false);
   });
 });
 
