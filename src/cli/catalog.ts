@@ -97,7 +97,13 @@ export async function catalogCommand(args: string[]): Promise<number> {
   try {
     const rev = (n: number) => {
       const r = getRevision(store, label, n);
-      if (!r) throw new UsageError(`catalog ${sub}: "${label}" has no revision ${n}.`);
+      // what exists is said, as every "names nothing" refusal says it (README, "Commands"):
+      // revisions are numbered from 1 with no gap, so the latest bounds them
+      if (!r) {
+        const last = latest?.revision ?? 0;
+        const recorded = last === 1 ? "only revision 1 is recorded" : `revisions 1 to ${last} are recorded`;
+        throw new UsageError(`catalog ${sub}: "${label}" has no revision ${n} (${recorded}).`);
+      }
       return r;
     };
     const latest = latestRevision(store, label);

@@ -120,6 +120,14 @@ describe("catalog diff", () => {
     // FROM TO naming a revision not recorded is still the input to fix
     const named = await runCli(["catalog", "diff", "inv", "1", "2"], { stateDir });
     expect(named.code).toBe(2);
-    expect(named.stderr).toBe('portcullis catalog diff: "inv" has no revision 2.\n');
+    // with what exists (README, "Commands": a number that names nothing says where to look)
+    expect(named.stderr).toBe(
+      'portcullis catalog diff: "inv" has no revision 2 (only revision 1 is recorded).\n',
+    );
+    const shown = await runCli(["catalog", "show", "inv", "--revision", "5"], { stateDir });
+    expect(shown.code).toBe(2);
+    expect(shown.stderr).toBe(
+      'portcullis catalog show: "inv" has no revision 5 (only revision 1 is recorded).\n',
+    );
   });
 });
