@@ -368,6 +368,31 @@ function exitWhenOutputCloses(): void {
   process.stderr.on("error", () => process.exit(EXIT_USAGE));
 }
 
+/** The command groups' subcommands, which name a failure with the group (README, "Commands"). */
+const GROUPS: Record<string, readonly string[]> = {
+  audit: ["verify", "export", "checkpoint", "sessions", "activity", "show"],
+  catalog: ["show", "diff", "list"],
+  passkey: ["list", "add", "rm"],
+  vault: ["set", "list", "rm"],
+};
+
+/**
+ * The command whose output could not be written, as every failure opens with it ("portcullis
+ * status: …", "portcullis audit export: …", "portcullis --version: …"): a pipeline of several
+ * portcullis commands cut short by `| head` says which one. A word that is no command is not
+ * repeated (it may be a secret typed in the wrong place).
+ */
+function outputCommand(): string {
+  const [first, second] = argv;
+  if (first === undefined) return "portcullis";
+  if (["--help", "-h", "help", "--version", "-V"].includes(first)) return `portcullis ${first}`;
+  if (!Object.hasOwn(commands, first) || first.startsWith("__")) return "portcullis";
+  // the subcommand when it is the next word; written after an option, the group alone
+  return Object.hasOwn(GROUPS, first) && GROUPS[first]?.includes(second ?? "")
+    ? `portcullis ${first} ${second}`
+    : `portcullis ${first}`;
+}
+
 /** Standard output could not take what the command wrote: one sentence, exit 2. */
 function outputFailed(e: NodeJS.ErrnoException): never {
   try {
@@ -377,7 +402,7 @@ function outputFailed(e: NodeJS.ErrnoException): never {
       e.code === "EPIPE" || e.code === undefined
         ? "was closed by its reader before everything was written"
         : `cannot be written: ${fileProblem(e.code)}`;
-    process.stderr.write(`portcullis: standard output ${why}; what it received is incomplete.\n`);
+    process.stderr.write(`${outputCommand()}: standard output ${why}; what it received is incomplete.\n`);
   } finally {
     process.exit(EXIT_USAGE);
   }

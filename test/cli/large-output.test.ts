@@ -89,7 +89,7 @@ describe("output larger than a pipe", () => {
     const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)));
     expect(stderr).not.toMatch(/internal error|EPIPE|\n\s+at /);
     expect(stderr).toBe(
-      "portcullis: standard output was closed by its reader before everything was written; what it received is incomplete.\n",
+      "portcullis catalog show: standard output was closed by its reader before everything was written; what it received is incomplete.\n",
     );
     expect(code).toBe(2);
   });

@@ -70,8 +70,10 @@ describe("standard output that cannot be written", () => {
       ] as const) {
         for (const args of commands) {
           const r = await withStdout(args, fd, stateDir);
+          // named by the command, its subcommand included, as every failure is (README, "Commands")
+          const named = args.filter((a) => !a.startsWith("-")).join(" ") || args[0];
           expect(r.stderr, args.join(" ")).toBe(
-            `portcullis: standard output cannot be written: ${said}; what it received is incomplete.\n`,
+            `portcullis ${named}: standard output cannot be written: ${said}; what it received is incomplete.\n`,
           );
           expect(r.code, args.join(" ")).toBe(2);
         }

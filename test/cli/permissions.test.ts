@@ -216,7 +216,7 @@ describe.skipIf(SKIP)("files this user may not use", () => {
           encoding: "utf8",
         });
         expect(r.stderr).toBe(
-          `portcullis: standard output cannot be written: ${why}; what it received is incomplete.\n`,
+          `portcullis audit export: standard output cannot be written: ${why}; what it received is incomplete.\n`,
         );
         expect(r.status).toBe(2);
       } finally {
