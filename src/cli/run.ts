@@ -25,8 +25,9 @@ Launches and supervises an MCP server, speaking MCP on stdin/stdout in front of 
 Everything human goes to stderr.
 
 options:
-  --label L                      server label (default: derived from the command): letters,
-                                 digits, '.', '_', '-', at most 64 characters
+  --label L                      server label (default: derived from the command, the --url's host,
+                                 or LABEL itself; given with LABEL, that entry runs under L):
+                                 letters, digits, '.', '_', '-', at most 64 characters
   --on-change report|restart|disconnect
                                  what to do when the server's files change (default: report)
   --on-expand run|tool           a catalog change that expands a tool's authority ends every
