@@ -1,6 +1,7 @@
 // What `portcullis audit …` says, as a user reads it: every sentence starts with the command's
-// prefix once ("portcullis audit: …"), never twice; `--json` is printed as every other command
-// prints it (indented by two spaces). The real CLI against a state directory with a keyring.
+// prefix once ("portcullis audit SUB: …", or "portcullis audit: …" before a subcommand is known),
+// never twice; `--json` is printed as every other command prints it (indented by two spaces). The
+// real CLI against a state directory with a keyring.
 import { spawn, spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
