@@ -264,7 +264,10 @@ function checkIncludesOrUsage(patterns: string[], cwd: string, where: string): s
   try {
     return checkIncludes(patterns, cwd, where);
   } catch (e) {
-    if (e instanceof IncludeError) throw new UsageError(e.message);
+    // named by run, as its other refusals are ("portcullis run: identity.include of …"); the
+    // --watch one names it already ("run: --watch: …")
+    if (e instanceof IncludeError)
+      throw new UsageError(e.message.startsWith("run: ") ? e.message : `run: ${e.message}`);
     throw e;
   }
 }

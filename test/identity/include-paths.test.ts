@@ -81,6 +81,19 @@ describe("identity inputs given by absolute path", () => {
     }
   });
 
+  it("identity.include of portcullis.json that can never match is refused by run, naming the file and the label", async () => {
+    // it read "portcullis: identity.include of …", the one refusal of run not named by run
+    const dir = tempDir("portcullis-include-");
+    cleanup.push(() => removeDir(dir));
+    const file = join(dir, "portcullis.json");
+    writeFileSync(file, JSON.stringify({ servers: { a: { command: "node", identity: { include: [""] } } } }));
+    const r = await runCli(["run", "a"], { cwd: dir, stateDir: tempDir("portcullis-state-") });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      `portcullis run: identity.include of "a" in ${file}: "" is empty; give a path or a glob such as dist/**\n`,
+    );
+  });
+
   it("a pattern going up (`../plugins/**`) names its files without the `..`, as the watcher's events do", async () => {
     const root = tempDir("portcullis-up-");
     cleanup.push(() => removeDir(root));
