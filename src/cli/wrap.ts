@@ -40,8 +40,9 @@ claude-code; its ~/.claude.json entries are this project's and the user's). FILE
 file (unwrap FILE undoes every entry recorded for it, all projects included).
 Each wrapped entry keeps its env, cwd and every other key (its command and args go after '--'),
 gets a label from its key, and names node, the portcullis CLI and the state directory by absolute
-path. Servers already wrapped are left as they are. The file before its first wrap is kept
-beside it as FILE.portcullis-backup.
+path. Servers already wrapped are left as they are. An entry holding a key its host does not
+read ("arg" for "args") is not wrapped: named, with the key meant, the others wrapped, exit 1.
+The file before its first wrap is kept beside it as FILE.portcullis-backup.
   --dry-run          print the diff, write nothing
   --json             what was wrapped (or, with --dry-run, would be) and left alone, as JSON
   --servers a,b      only these servers (each must be in one of the host's files)
@@ -206,6 +207,7 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
       file: string;
       wrapped: string[];
       leftAlone: WrapPlan["skipped"];
+      refused: WrapPlan["refused"];
       credentialsInClear: { server: string; variables: string[] }[];
       labelHistory: { server: string; label: string; own: string; chosen: boolean; message: string }[];
     }[] = [];
@@ -224,6 +226,7 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
         file: f.file,
         wrapped: plan.wrapped,
         leftAlone: plan.skipped,
+        refused: plan.refused,
         credentialsInClear: inClear,
         labelHistory: history,
       });
@@ -232,6 +235,12 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
       const verb = values["dry-run"] ? "would wrap" : "wrapped";
       say(`${f.file}: ${verb} ${shownKeys(plan.wrapped)}`);
       for (const s of plan.skipped) say(`  left alone: ${shownKey(s.key)} (${s.why})`);
+      // named by the command, as its other refusals are; the rest of the file is wrapped
+      for (const r of plan.refused)
+        say(
+          `portcullis wrap: ${values["dry-run"] ? "would not wrap" : "not wrapped"}: ${r.why}.`,
+          process.stderr,
+        );
       for (const h of history) say(`  ${h.message}`);
       // wrap leaves an entry's env as it is: a credential there stays in clear in the host file.
       // The doctor named reads the state directory the entries name: its advice's `vault set`
@@ -241,6 +250,8 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
           `  ${shownKey(c.server)} ${values["dry-run"] ? "would keep" : "keeps"} ${c.variables.map((v) => quotedName(v)).join(", ")} in its "env", in clear: every process of this user can read the host file; ${doctor} says how to move ${c.variables.length === 1 ? "it" : "them"} to the vault`,
         );
     }
+    // an entry refused for a key its host does not read: the others were wrapped, the exit says not all
+    const refusedAny = report.some((r) => r.refused.length > 0);
     // the init last, in no quotes of the sentence's own, so that it pastes whole
     const init = keyringExists(stateDir) ? null : `portcullis init${dir}`;
     if (values.json) {
@@ -253,7 +264,7 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
         init,
       };
       process.stdout.write(`${printableJson(out)}\n`);
-      return 0;
+      return refusedAny ? EXIT_CHECK_FAILED : 0;
     }
     if (init !== null)
       say(`no keyring in ${stateDir} yet: before the host starts these servers, run: ${init}`);
@@ -263,7 +274,7 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
       say(
         `next: restart the host (or reconnect these servers in it) so that it starts them through portcullis; ${doctor} then lists their gateways`,
       );
-    return 0;
+    return refusedAny ? EXIT_CHECK_FAILED : 0;
   } catch (e) {
     if (e instanceof OnboardError) {
       // a host file's sentence ("FILE does not parse …") names no command: named by this one

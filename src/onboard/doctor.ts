@@ -41,6 +41,7 @@ import {
   tokenFileFindings,
 } from "./doctorListen.js";
 import { entryPathKey, OnboardError, readHostServers, readHostText } from "./document.js";
+import { hostWord, unknownEntryKeys, unknownKeysText } from "./entryKeys.js";
 import type { HostFile } from "./hosts.js";
 import { foundHostFiles } from "./hosts.js";
 import {
@@ -245,6 +246,19 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
           what: `${f.file}: "${s.key}" is not a server the host can start (${notStdio(s.entry)})`,
           next: unusableNext(s.entry),
         });
+      // a key the host does not read ("arg" for "args"): the server starts without it, and wrap refuses it
+      for (const s of read.servers) {
+        if (serverKind(s.entry) !== "stdio") continue;
+        const unknown = unknownEntryKeys(f, s.entry);
+        if (unknown.length === 0) continue;
+        findings.push({
+          ok: false,
+          what: `${f.file}: "${s.key}" has ${unknownKeysText(unknown)}, which ${hostWord(f)} does not read in a server entry: the host starts the server without ${unknown.length === 1 ? "it" : "them"}`,
+          next: unknown.every((k) => k.meant !== null)
+            ? unknown.map((k) => `rename "${k.shown}" to "${k.meant}"`).join(", ")
+            : "rename each to the key meant, or remove it",
+        });
+      }
       const unrecorded = read.servers.filter((_, i) => list[i]!.wrapped && !list[i]!.recorded);
       if (unrecorded.length > 0) {
         // the state directories those entries name (wrap writes --state-dir DIR into each): the

@@ -37,6 +37,7 @@ import {
   type ServerEntry,
   tableName,
 } from "./document.js";
+import { otherNameFor, unknownKeysWhy } from "./entryKeys.js";
 import type { HostFile } from "./hosts.js";
 import { changedParts, runOptionsEdited } from "./unwrapRunOptions.js";
 import { historyOfAnother, latestEpochServer } from "./wrapHistory.js";
@@ -60,6 +61,12 @@ export interface WrapPlan {
   after: string;
   wrapped: string[];
   skipped: { key: string; why: string }[];
+  /**
+   * Entries not wrapped because they hold a key their host does not read (`"arg"` for `"args"`):
+   * `why` is the sentence naming the file, the server key and the unknown key. The others are
+   * wrapped all the same; wrap exits 1.
+   */
+  refused: { key: string; why: string }[];
   /**
    * Labels the store's history holds for another server (LabelHistoryNote): `chosen` false, the
    * entry got `label` instead of its own, `own`; true, `--label` gave it `own` all the same.
@@ -315,7 +322,7 @@ const ENTRY_KEYS = new Set(["command", "args", "env", "cwd", "url", "type", "hea
 export function mistypedLaunchKey(e: Entry): { key: string; meant: "command" | "url" } | null {
   for (const key of Object.keys(e)) {
     if (ENTRY_KEYS.has(key)) continue;
-    const meant = nearestName(key, ["command", "url"]);
+    const meant = otherNameFor(key) ?? nearestName(key, ["command", "url"]);
     if (meant === "command" || meant === "url") return { key, meant };
   }
   return null;
@@ -495,6 +502,7 @@ export function planWrap(
   const replacements: ServerEntry[] = [];
   const entries: WrapRecord["entries"] = entryMap();
   const labelHistory: LabelHistoryNote[] = [];
+  const refused: WrapPlan["refused"] = [];
   // a label the store's history holds for a server other than `e` (its latest epoch's command)
   const anothersHistory = (label: string, e: Entry): boolean => {
     const h = latestEpochServer(launcher.stateDir, label);
@@ -518,6 +526,12 @@ export function planWrap(
     const why = notStdio(e);
     if (why !== null) {
       skipped.push({ key, why });
+      continue;
+    }
+    // a key the host does not read ("arg" for "args"): that entry is refused, the others wrapped
+    const unknown = unknownKeysWhy(host, key, e);
+    if (unknown !== null) {
+      refused.push({ key, why: unknown });
       continue;
     }
     const bad = badArgs(host, key, e);
@@ -564,7 +578,7 @@ export function planWrap(
           }
         : { format: "portcullis-wrap/2", file: host.file, originalText: before, wrappedText: after, entries };
   return {
-    plan: { host, before, after, wrapped: replacements.map((r) => r.key), skipped, labelHistory },
+    plan: { host, before, after, wrapped: replacements.map((r) => r.key), skipped, refused, labelHistory },
     record,
   };
 }

@@ -29,6 +29,8 @@ describe("portcullis wrap --json", () => {
         file,
         wrapped: ["inventory-local", "docs search"],
         leftAlone: [{ key: "remote", why: "an HTTP entry (url), which wrap leaves alone" }],
+        // no entry holds a key its host does not read
+        refused: [],
         // wrap leaves the env as it is: the token stays in clear in the host file, said by name
         credentialsInClear: [{ server: "inventory-local", variables: ["GITHUB_TOKEN"] }],
         // no store in this state directory: no label's history is another server's
