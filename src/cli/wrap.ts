@@ -420,6 +420,11 @@ function unwrap(files: HostFile[], stateDir: string, target: string | undefined)
       say(
         `  ${shownKey(o.key)}: dropped with the wrap, the run options added since: ${o.options.join(", ")}`,
       );
+    // the launcher was portcullis's, moved since wrap: restored all the same, and said
+    for (const m of r.launcherMoved)
+      say(
+        `  ${shownKey(m.key)}: restored though its launcher is not the one wrap wrote (${m.moved.join("; ")}): it still runs portcullis's run with the recorded server after "--"`,
+      );
     for (const d of r.dropped) say(`  nothing to restore: ${shownKey(d.key)} (${d.why})`);
     for (const e of r.elsewhere)
       say(`  still wrapped, from another project: ${e} (unwrap it there, or unwrap ${r.file})`);

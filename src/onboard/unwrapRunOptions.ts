@@ -2,6 +2,7 @@
 // docs/onboarding.md tell the user to add `--on-change restart` before the entry's '--', and
 // unwrap then refused the entry because its args were no longer exactly what wrap wrote. Such an
 // entry is given back when it still starts exactly the recorded server; anything else is refused.
+import { basename } from "node:path";
 import { parse } from "../cli/args.js";
 import { UsageError } from "../cli/errors.js";
 import { RUN_OPTIONS } from "../cli/runOptions.js";
@@ -40,33 +41,68 @@ function shownOption(word: string): string {
   return `--${name} ${shellWord(redactText(value))}`;
 }
 
+/** What unwrap gives back of an entry edited since wrap, and what it names of the edit. */
+export interface RunEdits {
+  /** run's options added or changed since wrap (dropped with the wrap), as shown */
+  options: string[];
+  /** the parts of the launcher that differ from wrap's: the node in "command", the CLI, as `WAS → NOW` */
+  launcher: string[];
+}
+
+/** The CLI an entry runs and the index of its `run`: `NODE …/cli/main.cjs run` or `portcullis run`; null for any other. */
+function portcullisRun(command: string, args: string[]): { cli: string; run: number } | null {
+  if (typeof args[0] === "string" && /[\\/]cli[\\/]main\.c?js$/.test(args[0]) && args[1] === "run")
+    return { cli: args[0], run: 1 };
+  if (/^portcullis(\.cmd|\.exe)?$/.test(basename(command)) && args[0] === "run")
+    return { cli: command, run: 0 };
+  return null;
+}
+
 /**
- * Whether `current` is the entry wrap wrote with only `run`'s own options added, removed or
- * changed: the same command (node) and CLI as recorded, then `run`, options run takes and
- * nothing else, then at run's first '--' exactly the recorded original command and args (the
- * first '--' is where run itself ends its options). Returns the options added or changed since
- * wrap (dropped with the wrap, to be named), or null when the entry is anything else: a server
+ * Whether `current` is the entry wrap wrote with only its launcher moved and `run`'s own options
+ * edited: still portcullis's `run` (any node and CLI path: portcullis reinstalled elsewhere, node
+ * upgraded, or `portcullis run` as the bin), options run takes and nothing else, then at run's
+ * first '--' exactly the recorded original command and args (the first '--' is where run itself
+ * ends its options). Returns what differs from wrap's (named by unwrap: the options are dropped
+ * with the wrap, the launcher was portcullis's), or null when the entry is anything else: a server
  * command or argument changed in any way, or an entry that no longer starts portcullis's run.
  */
-export function runOptionsEdited(current: Entry, e: RecordedEntry): string[] | null {
+export function runOptionsEdited(current: Entry, e: RecordedEntry): RunEdits | null {
   const args = current.args;
   const wrapped = e.wrapped.args;
   if (!Array.isArray(args) || !args.every((a) => typeof a === "string")) return null;
-  if (!Array.isArray(wrapped) || typeof wrapped[0] !== "string") return null;
-  if (typeof current.command !== "string" || current.command !== e.wrapped.command) return null;
-  if (args[0] !== wrapped[0] || args[1] !== "run") return null;
-  const runArgs = args.slice(2);
+  if (!Array.isArray(wrapped) || !wrapped.every((a) => typeof a === "string")) return null;
+  if (typeof current.command !== "string" || typeof e.wrapped.command !== "string") return null;
+  const now = portcullisRun(current.command, args);
+  const then = portcullisRun(e.wrapped.command, wrapped);
+  if (now === null || then === null) return null;
+  const runArgs = args.slice(now.run + 1);
   const sep = runArgs.indexOf("--");
   if (sep === -1) return null;
   const original = [e.original.command, ...(Array.isArray(e.original.args) ? e.original.args : [])];
   if (e.original.args !== undefined && !Array.isArray(e.original.args)) return null;
   if (!sameJson(runArgs.slice(sep + 1), original)) return null;
-  const now = runOptionWords(runArgs.slice(0, sep));
-  const wrappedRun = (wrapped as unknown[]).slice(2);
+  const options = runOptionWords(runArgs.slice(0, sep));
+  const wrappedRun = wrapped.slice(then.run + 1);
   const wrappedSep = wrappedRun.indexOf("--");
-  if (now === null || wrappedSep === -1) return null;
-  const before = new Set(runOptionWords(wrappedRun.slice(0, wrappedSep) as string[]) ?? []);
-  return now.filter((w) => !before.has(w)).map(shownOption);
+  if (options === null || wrappedSep === -1) return null;
+  const before = new Set(runOptionWords(wrappedRun.slice(0, wrappedSep)) ?? []);
+  const launcher: string[] = [];
+  // each word as a shell would take it, a word that reads as a secret redacted
+  const words = (w: string[]) => w.map((x) => shellWord(redactText(x))).join(" ");
+  const moved = (what: string, was: string[], is: string[]) => {
+    if (!sameJson(was, is)) launcher.push(`${what} ${words(was)} → ${words(is)}`);
+  };
+  if (now.run === then.run) {
+    moved("node", [e.wrapped.command], [current.command]);
+    moved("CLI", [then.cli], [now.cli]);
+  } else
+    moved(
+      "launcher",
+      [e.wrapped.command, ...wrapped.slice(0, then.run)],
+      [current.command, ...args.slice(0, now.run)],
+    );
+  return { options: options.filter((w) => !before.has(w)).map(shownOption), launcher };
 }
 
 /**

@@ -624,6 +624,11 @@ export interface UnwrapResult {
   restored: string[];
   /** restored entries whose `run` options were added or changed since wrap: those options went with the wrap */
   runOptionsDropped: { key: string; options: string[] }[];
+  /**
+   * restored entries whose node or portcullis CLI path is not the one wrap wrote (portcullis
+   * reinstalled elsewhere, node upgraded): `WAS → NOW` of each part that moved
+   */
+  launcherMoved: { key: string; moved: string[] }[];
   /** entries whose record was dropped with nothing to restore: gone from the file, or no longer running portcullis */
   dropped: { key: string; why: string }[];
   /** entries still wrapped but changed since: their record is kept */
@@ -673,6 +678,7 @@ export function unwrapFile(host: HostFile, stateDir: string, all = false): Unwra
     how: "entries",
     restored: [],
     runOptionsDropped: [],
+    launcherMoved: [],
     dropped: [],
     stuck: [],
     elsewhere,
@@ -699,7 +705,10 @@ export function unwrapFile(host: HostFile, stateDir: string, all = false): Unwra
       if (e.original.args === undefined) delete restored.args;
       back.push({ table, key, entry: restored });
       result.restored.push(key);
-      if (edited !== null && edited.length > 0) result.runOptionsDropped.push({ key, options: edited });
+      if (edited !== null && edited.options.length > 0)
+        result.runOptionsDropped.push({ key, options: edited.options });
+      if (edited !== null && edited.launcher.length > 0)
+        result.launcherMoved.push({ key, moved: edited.launcher });
     } else if (!isWrapped(current)) result.dropped.push({ key, why: "it no longer runs portcullis" });
     else {
       keep[k] = e;
