@@ -40,6 +40,7 @@ import {
   nearbyTokenFiles,
   tokenFileFindings,
 } from "./doctorListen.js";
+import { relabelFinding } from "./doctorRelabel.js";
 import { entryPathKey, OnboardError, readHostServers, readHostText } from "./document.js";
 import { hostWord, unknownEntryKeys, unknownKeysText } from "./entryKeys.js";
 import type { HostFile } from "./hosts.js";
@@ -258,6 +259,11 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
             ? unknown.map((k) => `rename "${k.shown}" to "${k.meant}"`).join(", ")
             : "rename each to the key meant, or remove it",
         });
+      }
+      // a label wrap chose because the store's history under the entry's own was another server's
+      for (const s of read.servers) {
+        const relabelled = relabelFinding(f, s.key, record?.entries[entryPathKey(s.table, s.key)], path);
+        if (relabelled !== null && isWrapped(s.entry)) findings.push(relabelled);
       }
       const unrecorded = read.servers.filter((_, i) => list[i]!.wrapped && !list[i]!.recorded);
       if (unrecorded.length > 0) {

@@ -554,15 +554,24 @@ export function planWrap(
     // handed on without a word: the label from the key moves on to the next free one; one the
     // user chose with --label is kept, and said.
     let given = label;
+    let history: RecordedEntry["labelHistory"];
     if ((other === undefined || other.path === `${host.file}\0${pathKey}`) && anothersHistory(label, e)) {
       const chosen = chosenLabels?.has(key) === true;
       if (!chosen) given = freeLabel(label, (l) => taken.has(l) || planned.has(l) || anothersHistory(l, e));
       labelHistory.push({ key, label: given, own: label, chosen });
+      history = { own: label, chosen };
     }
     taken.set(given, { where: `"${key}" in ${host.file}`, entry: e, path: `${host.file}\0${pathKey}` });
     const wrapped = wrapEntry(e, given, launcher);
     replacements.push({ table: s.table, key, entry: wrapped });
-    entries[pathKey] = { path: [...s.table, key], label: given, original: e, wrapped };
+    entries[pathKey] = {
+      path: [...s.table, key],
+      label: given,
+      original: e,
+      wrapped,
+      // kept for doctor, which says it as long as the entry is wrapped
+      ...(history !== undefined ? { labelHistory: history } : {}),
+    };
   }
   const after = replacements.length > 0 ? replaceEntries(host, before, replacements) : before;
   // A file wrapped before keeps the text before its first wrap; the pair of texts still undoes

@@ -62,6 +62,10 @@ function realDir(dir: string): string {
  * working directory when the entry names one (`cwd`, resolved from `cwd` as doctor takes the
  * host's folder). An entry without a `cwd` runs wherever the host starts it, which differs from
  * project to project for the same server: not compared (as wrap's own records compare it).
+ * Nor is the entry's `env`: the record holds only a digest of the server's whole environment,
+ * the host's variables included, which differs from launch to launch for the same server, and the
+ * entry's values (credentials, often) are kept in no store; the review names an environment
+ * change among what changed since the last approval.
  */
 export function historyOfAnother(history: LabelHistory, entry: Entry, cwd: string): boolean {
   const args = Array.isArray(entry.args) ? entry.args : [];

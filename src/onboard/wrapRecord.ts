@@ -9,6 +9,12 @@ export interface RecordedEntry {
   label: string;
   original: Entry;
   wrapped: Entry;
+  /**
+   * Set when the store's history under the entry's own label (`own`) was another server's at
+   * wrap: `chosen` false, the entry was given the next free label instead; true, `--label` kept
+   * `own` all the same. Doctor says it (absent in records written before it was kept).
+   */
+  labelHistory?: { own: string; chosen: boolean };
 }
 
 /**

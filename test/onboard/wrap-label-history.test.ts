@@ -116,6 +116,22 @@ describe("wrap and a label the store's history holds", () => {
     );
     expect(wrap.stdout).toContain("another command, args or cwd");
     expect(wrap.stdout).toContain("then wrap again with --label inventory=inventory");
+
+    // doctor says it for as long as the entry is wrapped, with the way back to its own label
+    const doctor = await u.cli(["doctor", "--json"]);
+    const findings = (
+      JSON.parse(doctor.stdout) as { findings: { ok: boolean; what: string; next: string }[] }
+    ).findings;
+    const relabelled = findings.find((f) => f.what.startsWith(`${u.files.codex}: "inventory" runs under`));
+    expect(relabelled).toMatchObject({
+      ok: true,
+      what: `${u.files.codex}: "inventory" runs under the label "inventory-2", not its own "inventory": when it was wrapped, the store's history under "inventory" (its epochs, catalog revisions, approvals and egress) was another server's, launched with another command, args or cwd`,
+    });
+    expect(relabelled?.next).toContain(
+      "portcullis wrap codex --servers inventory --label inventory=inventory",
+    );
+    // the .mcp.json entry wrapped under its own label is not said to be relabelled
+    expect(findings.filter((f) => f.what.includes("runs under the label"))).toHaveLength(1);
   });
 
   it("the same server wrapped again keeps its label, without a word", async () => {
@@ -127,6 +143,21 @@ describe("wrap and a label the store's history holds", () => {
     expect(wrap.stdout).not.toContain("history");
   });
 
+  it("the same command and args with another env keep the label: the store keeps no env of the entry to compare (a decision, docs/onboarding.md)", async () => {
+    const u = await userWithHistory();
+    const value = "Zq9x8w7v6u5t4s3r2q1p-env-value";
+    writeFileSync(
+      u.files["claude-code"],
+      JSON.stringify({
+        mcpServers: { inventory: { command: NODE, args: [FIXTURES.echo], env: { MODE: value } } },
+      }),
+    );
+    const wrap = await u.cli(["wrap", "claude-code"]);
+    expect(wrap.code, wrap.stderr).toBe(0);
+    expect(labelOf(parseJsonc(read(u.files["claude-code"])).mcpServers.inventory)).toBe("inventory");
+    expect(wrap.stdout + wrap.stderr).not.toContain(value);
+  });
+
   it("--label KEY=LABEL keeps the label it names, with a warning", async () => {
     const u = await userWithHistory();
     const wrap = await u.cli(["wrap", "codex", "--label", "inventory=inventory"]);
@@ -134,6 +165,10 @@ describe("wrap and a label the store's history holds", () => {
     const entry: Doc = (parseToml(read(u.files.codex)) as Doc).mcp_servers.inventory;
     expect(labelOf(entry)).toBe("inventory");
     expect(wrap.stdout).toContain(`warning: inventory takes the label "inventory", as --label asks, though`);
+    const doctor = await u.cli(["doctor"]);
+    expect(doctor.stdout).toContain(
+      `${u.files.codex}: "inventory" runs under the label "inventory", as wrap's --label asked, though the store's history under "inventory"`,
+    );
   });
 
   it("the same command in another working directory the entry names is another server", async () => {
