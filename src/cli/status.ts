@@ -127,6 +127,8 @@ export function renderGateway(g: StatusRow): string {
   } else if (r) {
     w(`  epoch      ${t(r.epoch)}  (${epochSince(g, r, paused)})`);
     w(`  command    ${t(displayCommand(r.launchCommand))}`);
+    // the same command in two projects (one label for both, as wrap gives it) is told apart by where it runs
+    w(`  directory  ${t(r.workingDirectory)}`);
     if (r.entry) w(`  entry      ${t(r.entry.path)}  sha256:${t(r.entry.sha256.slice(0, 16))}…`);
     if (r.dependencyTree) {
       w(
