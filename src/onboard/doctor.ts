@@ -224,7 +224,14 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
       }));
       hosts.push({ host: f.host, file: f.file, servers: list.map(({ recorded: _, ...s }) => s) });
       // only what wrap would take: an HTTP entry is not something 'wrap' can put behind portcullis
-      const bare = list.filter((s) => !s.wrapped && s.kind === "stdio").map((s) => s.key);
+      // an entry holding a key its host does not read is left out: wrap refuses it, and its own
+      // finding (below) says the rename to make first, so the command given works as given
+      const bare = list
+        .filter(
+          (s, i) =>
+            !s.wrapped && s.kind === "stdio" && unknownEntryKeys(f, read.servers[i]!.entry).length === 0,
+        )
+        .map((s) => s.key);
       if (bare.length > 0) {
         const advice = wrapAdvice(f, bare, record !== undefined, path);
         findings.push({

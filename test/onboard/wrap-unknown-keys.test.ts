@@ -123,7 +123,21 @@ describe("wrap and a key the host does not read in a server entry", () => {
   it("doctor names the key and the rename", async () => {
     const u = user();
     const file = u.files["claude-code"];
-    writeFileSync(file, JSON.stringify({ mcpServers: { typo: { command: "node", arg: ["server.js"] } } }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        mcpServers: {
+          typo: { command: "node", arg: ["server.js"] },
+          good: { command: "node", args: ["z.js"] },
+        },
+      }),
+    );
+    // wrapped once, so that doctor's advice names the servers left (--servers): the refused one is not among them
+    expect((await u.cli(["wrap", "claude-code", "--servers", "good"])).code).toBe(0);
+    writeFileSync(
+      file,
+      read(file).replace('"good":', '"typo2": { "command": "node", "args": ["w.js"] }, "good":'),
+    );
     const doctor = await u.cli(["doctor", "--json"]);
     const findings = (
       JSON.parse(doctor.stdout) as { findings: { ok: boolean; what: string; next: string }[] }
@@ -133,5 +147,8 @@ describe("wrap and a key the host does not read in a server entry", () => {
       what: `${file}: "typo" has "arg" (did you mean "args"?), which Claude Code does not read in a server entry: the host starts the server without it`,
       next: 'rename "arg" to "args"',
     });
+    const advice = findings.find((f) => f.what.startsWith(`${file}: not behind portcullis: `));
+    expect(advice?.what).toBe(`${file}: not behind portcullis: typo2`);
+    expect(advice?.next).toContain("--servers typo2");
   });
 });
