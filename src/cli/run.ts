@@ -6,7 +6,7 @@ import { checkIncludes, IncludeError } from "../identity/include.js";
 import { foreignProc, OWN_PROC_FIX } from "../identity/procRead.js";
 import { KEYRING_FILE } from "../keyring/file.js";
 import { headerSchemaVersion } from "../store/headerVersion.js";
-import { KNOWN_SCHEMA_VERSION } from "../store/schemaVersion.js";
+import { NEWEST_SCHEMA_VERSION } from "../store/knownVersion.js";
 import { resolveStateDir, STORE_FILE, stateDirPath } from "../store/stateDir.js";
 import { EarlyStart } from "../supervisor/earlyStart.js";
 import type { LISTEN_ONLY_FLAGS } from "../transport/httpAccess.js";
@@ -214,7 +214,7 @@ function startsEarly(server: ServerConfig, stateDir: string, listen: unknown): b
  */
 function newerStore(store: string): boolean {
   const version = headerSchemaVersion(store);
-  return version !== null && version > KNOWN_SCHEMA_VERSION;
+  return version !== null && version > NEWEST_SCHEMA_VERSION;
 }
 
 /**
