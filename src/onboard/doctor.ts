@@ -262,9 +262,7 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
         findings.push({
           ok: false,
           what: `${f.file}: "${s.key}" has ${unknownKeysText(unknown)}, which ${hostWord(f)} does not read in a server entry: the host starts the server without ${unknown.length === 1 ? "it" : "them"}`,
-          next: unknown.every((k) => k.meant !== null)
-            ? unknown.map((k) => `rename "${k.shown}" to "${k.meant}"`).join(", ")
-            : "rename each to the key meant, or remove it",
+          next: unknown.map((k) => `rename "${k.shown}" to "${k.meant}"`).join(", "),
         });
       }
       // a label wrap chose because the store's history under the entry's own was another server's

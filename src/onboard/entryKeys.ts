@@ -1,8 +1,12 @@
-// The keys each host reads in a server entry, and the ones an entry holds that its host does not.
-// A host ignores a key it does not know: `"arg": ["server.js"]` for `"args"` starts the server
-// without its arguments, and an `"envs"` without its environment. Wrap would write the mistake
-// into the gateway's command line and file the server under a label as if it were meant, so it
-// refuses such an entry, naming the key and the one it most likely meant (src/onboard/wrap.ts).
+// The keys each host reads in a server entry, and the ones an entry holds that look like a mistyped
+// one of them. A host ignores a key it does not know: `"arg": ["server.js"]` for `"args"` starts
+// the server without its arguments, and an `"envs"` without its environment. Wrap would write the
+// mistake into the gateway's command line and file the server under a label as if it were meant,
+// so it refuses such an entry, naming the key and the one it most likely meant
+// (src/onboard/wrap.ts). A key near none of the host's (`"timeout"`, `"disabled"`,
+// `"autoApprove"`, VS Code's `"gallery"` and `"version"`, a key a host adds after these lists were
+// written) is left as it is: refusing it would keep a working entry from being wrapped for a key
+// that changes nothing of what runs, and these lists cannot keep up with every host's releases.
 import { quotedName } from "../catalog/text.js";
 import { nearestName } from "../util/nearest.js";
 import { looksGenerated, redactText } from "../util/redact.js";
@@ -95,37 +99,34 @@ function meantKey(key: string, known: readonly string[]): string | null {
 }
 
 export interface UnknownKey {
-  /** the key as written, or null when it reads as a secret (a token's shape): not repeated */
-  shown: string | null;
-  /** the key it most likely stands for, or null */
-  meant: string | null;
+  /** the key as written */
+  shown: string;
+  /** the key it most likely stands for */
+  meant: string;
 }
 
 /**
- * The keys of a server entry its host does not read, in the entry's order. A key is a name, but
- * one that reads as a secret pasted in the wrong place is not repeated.
+ * The keys of a server entry that look like a mistyped key its host reads (within two edits of
+ * one, or a name people write for one: `cmd`, `argv`, `envs` …) while the entry lacks that key,
+ * in the entry's order: the host passes over them, and the server starts without what they meant.
+ * Other unknown keys are not reported (see the header). A key that reads as a secret pasted in the
+ * wrong place is no typo of a key name, and is never repeated.
  */
 export function unknownEntryKeys(host: HostFile, e: Entry): UnknownKey[] {
   const known = knownEntryKeys(host);
-  return Object.keys(e)
-    .filter((k) => !known.includes(k))
-    .map((k) => {
-      const secret = redactText(k) !== k || looksGenerated(k);
-      const meant = secret ? null : meantKey(k, known);
-      // a key the entry has already ("cmd" beside "command") is not the one meant: removed, not renamed
-      return { shown: secret ? null : k, meant: meant !== null && Object.hasOwn(e, meant) ? null : meant };
-    });
+  const out: UnknownKey[] = [];
+  for (const k of Object.keys(e)) {
+    if (known.includes(k) || redactText(k) !== k || looksGenerated(k)) continue;
+    const meant = meantKey(k, known);
+    // a key the entry has already ("cmd" beside "command"): the host reads that one, nothing lost
+    if (meant !== null && !Object.hasOwn(e, meant)) out.push({ shown: k, meant });
+  }
+  return out;
 }
 
 /** The keys as a sentence names them: `"arg" (did you mean "args"?)`, joined. */
 export function unknownKeysText(keys: UnknownKey[]): string {
-  return keys
-    .map((k) =>
-      k.shown === null
-        ? "a key not shown (it reads as a secret pasted in the wrong place)"
-        : `${quotedName(k.shown)}${k.meant !== null ? ` (did you mean ${quotedName(k.meant)}?)` : ""}`,
-    )
-    .join(", ");
+  return keys.map((k) => `${quotedName(k.shown)} (did you mean ${quotedName(k.meant)}?)`).join(", ");
 }
 
 /** The host's name as a sentence says it: the host, or "its host" for a file given by path. */
@@ -141,15 +142,13 @@ export function hostWord(host: HostFile): string {
 }
 
 /**
- * Why wrap refuses an entry that holds keys its host does not read, naming the file, the server
- * key and each unknown key with the one it most likely meant; null when every key is known.
+ * Why wrap refuses an entry that holds a mistyped key (unknownEntryKeys), naming the file, the
+ * server key and each such key with the one it most likely meant; null when it holds none.
  */
 export function unknownKeysWhy(host: HostFile, key: string, e: Entry): string | null {
   const unknown = unknownEntryKeys(host, e);
   if (unknown.length === 0) return null;
   const one = unknown.length === 1;
-  const fix = unknown.every((k) => k.meant !== null)
-    ? `rename ${one ? "it" : "them"} as suggested`
-    : `rename ${one ? "it" : "each"} to the key meant, or remove ${one ? "it" : "them"}`;
+  const fix = `rename ${one ? "it" : "them"} as suggested`;
   return `${host.file}: server ${quotedName(key)} has ${unknownKeysText(unknown)}, ${one ? "a key" : "keys"} ${hostWord(host)} does not read in a server entry: the host starts the server without ${one ? "it" : "them"}, and wrap would put that mistake behind portcullis; ${fix}, then run wrap again`;
 }

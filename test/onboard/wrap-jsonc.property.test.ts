@@ -52,7 +52,7 @@ import {
 } from "jsonc-parser";
 import { describe, expect, it } from "vitest";
 import { OnboardError } from "../../src/onboard/document.js";
-import { knownEntryKeys } from "../../src/onboard/entryKeys.js";
+import { unknownEntryKeys } from "../../src/onboard/entryKeys.js";
 import type { HostFile } from "../../src/onboard/hosts.js";
 import { labelFor, planWrap, unwrapFile, wrapFile } from "../../src/onboard/wrap.js";
 import { tempDir } from "../helpers/files.js";
@@ -359,7 +359,7 @@ function tablesOf(d: Doc): { table: string[]; servers: Server[] }[] {
 }
 
 function expectedWrapped(d: Doc): { table: string[]; s: Server }[] {
-  const known = knownEntryKeys(hostOf(d, "mcp.json"));
+  const host = hostOf(d, "mcp.json");
   const seen = new Set<string>();
   const out: { table: string[]; s: Server }[] = [];
   for (const { table, servers: ss } of tablesOf(d))
@@ -367,8 +367,9 @@ function expectedWrapped(d: Doc): { table: string[]; s: Server }[] {
       if (s.kind === "notentry") continue;
       if (seen.has(s.key)) continue;
       seen.add(s.key);
-      // an entry holding a key its host does not read is refused (src/onboard/entryKeys.ts)
-      if (s.kind === "stdio" && s.props.every(([k]) => known.includes(k))) out.push({ table, s });
+      // an entry holding a mistyped key ("arg") is refused (src/onboard/entryKeys.ts)
+      if (s.kind === "stdio" && unknownEntryKeys(host, Object.fromEntries(s.props)).length === 0)
+        out.push({ table, s });
     }
   return out;
 }
