@@ -18,16 +18,15 @@ import {
   rmSync,
   statSync,
   unlinkSync,
-  writeSync,
 } from "node:fs";
 import { join } from "node:path";
 import canonicalize from "canonicalize";
-import { fileSizeLimit } from "../identity/procRead.js";
 import { stateDirFlagFor } from "../store/stateDir.js";
 import { closedDirectory, fileProblem } from "../util/errno.js";
 import { lockHeld, takeOwnedLock } from "../util/ownedLock.js";
 import { processExists } from "../util/processExists.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
+import { unwrittenBecause, writeWhole } from "../util/writeWhole.js";
 import { approverKeyId, type DecisionSigner, mintSigner, newApproverKeyPair } from "./approver.js";
 import { KEYRING_FILE } from "./file.js";
 import { type KeyringExposure, keyringOwnerOnly } from "./ownerOnly.js";
@@ -746,34 +745,24 @@ function olderThan(path: string, ms: number): boolean {
 
 /**
  * `text` in a new 0600 file beside `path`, fsynced; returns its path. Every byte is written, or the
- * file is removed and a KeyringError names why: one write(2) may write only part (a file size
- * limit, `ulimit -f`, a disk with room for a part), and a part renamed over keyring.json is a
- * keyring no passphrase opens: its keys, and all they seal, gone.
+ * file is removed and a KeyringError names why (writeWhole): a part renamed over keyring.json is a
+ * keyring no passphrase opens, its keys and all they seal gone.
  */
 function syncedTemp(path: string, text: string): string {
   const tmp = `${path}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
-  const bytes = Buffer.from(text);
   const fd = openSync(tmp, "wx", 0o600);
   try {
-    for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
+    writeWhole(fd, text);
     fsyncSync(fd);
   } catch (err) {
     closeSync(fd);
     rmSync(tmp, { force: true });
-    throw unwritableKeyring(path, (err as NodeJS.ErrnoException).code);
+    throw new KeyringError(
+      `cannot write the new ${path}: ${unwrittenBecause((err as NodeJS.ErrnoException).code)}`,
+    );
   }
   closeSync(fd);
   return tmp;
-}
-
-/** The keyring's new file could not be written whole (syncedTemp): nothing was replaced. */
-function unwritableKeyring(path: string, code: string | undefined): KeyringError {
-  const limit = code === "EFBIG" ? fileSizeLimit() : null;
-  const why =
-    limit !== null
-      ? `it would grow past this process's file size limit (ulimit -f: ${limit} bytes); raise it (ulimit -f unlimited) and run the command again`
-      : fileProblem(code);
-  return new KeyringError(`cannot write the new ${path}: ${why}`);
 }
 
 /**

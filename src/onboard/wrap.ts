@@ -12,9 +12,9 @@ import {
   readFileSync,
   realpathSync,
   renameSync,
+  rmSync,
   statSync,
   unlinkSync,
-  writeSync,
 } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { quotedName } from "../catalog/text.js";
@@ -25,6 +25,7 @@ import { nearestName } from "../util/nearest.js";
 import { processExists } from "../util/processExists.js";
 import { looksGenerated, REDACTED, redactArgv, redactText } from "../util/redact.js";
 import { shellWord } from "../util/shellWord.js";
+import { unwrittenBecause, writeWhole } from "../util/writeWhole.js";
 import {
   type Entry,
   entryAt,
@@ -259,11 +260,18 @@ export function writeAtomic(path: string, text: string, mode?: number): void {
   const tmp = join(dirname(file), `.${basename(file)}.portcullis-${process.pid}.tmp`);
   const fd = openSync(tmp, "w", mode ?? 0o600);
   try {
-    writeSync(fd, text);
+    // every byte, or nothing renamed (writeWhole): a cut host file, backup or record was renamed
+    // into place, and wrap said it had wrapped
+    writeWhole(fd, text);
     fsyncSync(fd);
-  } finally {
+  } catch (err) {
     closeSync(fd);
+    rmSync(tmp, { force: true });
+    throw new OnboardError(
+      `cannot write ${path}: ${unwrittenBecause((err as NodeJS.ErrnoException).code)}; it was not replaced`,
+    );
   }
+  closeSync(fd);
   if (mode !== undefined) chmodSync(tmp, mode);
   renameSync(tmp, file);
 }
