@@ -51,13 +51,19 @@ export async function takeOwnedLock(
     }
     const owner = readOwner(path);
     // its owner is gone (killed), or died while writing it: the lock protects nothing any more
-    if (
-      owner === null ? olderThan(path, UNREADABLE_LOCK_MS) : processStartTime(owner.pid) !== owner.startTime
-    ) {
-      rmSync(path, { force: true });
-      continue;
+    const dead = owner === null ? olderThan(path, UNREADABLE_LOCK_MS) : gone(owner);
+    if (dead) {
+      let removed: boolean;
+      try {
+        removed = removeIfStill(path, owner);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        throw code ? o.cannotWrite(fileProblem(code)) : e;
+      }
+      // (while another waiter takes it over, this one waits its turn as for a live owner)
+      if (removed) continue;
     }
-    if (owner !== null && !told) {
+    if (owner !== null && !dead && !told) {
       o.onWait?.(owner.pid);
       told = true;
     }
@@ -80,6 +86,45 @@ export function lockHeld(path: string): boolean {
   const owner = readOwner(path);
   if (owner === null) return !olderThan(path, UNREADABLE_LOCK_MS);
   return processStartTime(owner.pid) === owner.startTime;
+}
+
+function gone(owner: LockOwner): boolean {
+  return processStartTime(owner.pid) !== owner.startTime;
+}
+
+/**
+ * Removes the lock at `path` if it still names `judged` (a dead owner, or none: unreadable and
+ * old), under a guard file of its own (`PATH.takeover`, exclusive) that one waiter at a time
+ * holds. Two waiters that both read the dead owner each removed "the lock" after the other had
+ * taken it anew: the second removed the first's live lock and took its own, and both went on
+ * (two keyring rewrites at once, the first's change lost). Under the guard the lock is read
+ * again: a live owner's is left. A guard whose owner is gone (killed inside this function) is
+ * removed, as a lock's is. false: another waiter holds the guard (this one waits a turn).
+ */
+function removeIfStill(path: string, judged: LockOwner | null): boolean {
+  const guard = `${path}.takeover`;
+  try {
+    writeOwner(guard, { pid: process.pid, startTime: processStartTime(process.pid) ?? "unknown" }, "wx");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    const holder = readOwner(guard);
+    if (holder === null ? olderThan(guard, UNREADABLE_LOCK_MS) : gone(holder)) {
+      rmSync(guard, { force: true });
+      return true;
+    }
+    return false; // another waiter is taking it over: this one waits, then tries again
+  }
+  try {
+    const now = readOwner(path);
+    const same =
+      judged === null
+        ? now === null && olderThan(path, UNREADABLE_LOCK_MS)
+        : now !== null && now.pid === judged.pid && now.startTime === judged.startTime;
+    if (same) rmSync(path, { force: true });
+    return true;
+  } finally {
+    rmSync(guard, { force: true });
+  }
 }
 
 function olderThan(path: string, ms: number): boolean {
