@@ -7,6 +7,7 @@ import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { STORE_FILE } from "../store/stateDir.js";
 import { sameJson } from "../util/canonical.js";
+import { redactArgv } from "../util/redact.js";
 import type { Entry } from "./document.js";
 
 /** The server a label's latest epoch launched, as its execution record says. */
@@ -58,7 +59,7 @@ function realDir(dir: string): string {
 
 /**
  * Whether the server a label's history holds is another one than `entry` starts: another
- * command or args (the gateway records them as the entry gives them, after '--'), or another
+ * command or args (the gateway records them as the entry gives them, after '--', redacted), or another
  * working directory when the entry names one (`cwd`, resolved from `cwd` as doctor takes the
  * host's folder). An entry without a `cwd` runs wherever the host starts it, which differs from
  * project to project for the same server: not compared (as wrap's own records compare it).
@@ -69,7 +70,16 @@ function realDir(dir: string): string {
  */
 export function historyOfAnother(history: LabelHistory, entry: Entry, cwd: string): boolean {
   const args = Array.isArray(entry.args) ? entry.args : [];
-  if (!sameJson(history.launchCommand, [entry.command, ...args])) return true;
+  const launch = [entry.command, ...args];
+  // The gateway files its launch command as it may be shown: redacted (`--api-key [redacted]`;
+  // src/util/redact/records.ts), never a secret's value. Compared with the entry's own words, the
+  // same server with a secret in its args read as another. Compared as filed, two entries that
+  // differ only in such a value (the same program, another account's key) are one server here.
+  if (
+    !sameJson(history.launchCommand, launch) &&
+    !sameJson(history.launchCommand, redactArgv(launch.map(String)))
+  )
+    return true;
   if (typeof entry.cwd !== "string") return false;
   return realDir(resolve(cwd, entry.cwd)) !== history.workingDirectory;
 }

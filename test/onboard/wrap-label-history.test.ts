@@ -59,12 +59,16 @@ async function runOnce(u: FakeUser, entry: Doc): Promise<void> {
  * the label "inventory", wrapped, run once and unwrapped again; and a Codex configuration whose
  * "inventory" is another server (the catalog fixture).
  */
-async function userWithHistory(withCwd = false): Promise<FakeUser> {
+async function userWithHistory(withCwd = false, extraArgs: string[] = []): Promise<FakeUser> {
   const u = user();
   const cwd = withCwd ? { cwd: u.project } : {};
   writeFileSync(
     u.files["claude-code"],
-    JSON.stringify({ mcpServers: { inventory: { command: NODE, args: [FIXTURES.echo], ...cwd } } }, null, 2),
+    JSON.stringify(
+      { mcpServers: { inventory: { command: NODE, args: [FIXTURES.echo, ...extraArgs], ...cwd } } },
+      null,
+      2,
+    ),
   );
   writeFileSync(
     u.files.codex,
@@ -156,6 +160,26 @@ describe("wrap and a label the store's history holds", () => {
     expect(wrap.code, wrap.stderr).toBe(0);
     expect(labelOf(parseJsonc(read(u.files["claude-code"])).mcpServers.inventory)).toBe("inventory");
     expect(wrap.stdout + wrap.stderr).not.toContain(value);
+  });
+
+  // The gateway files the launch command with its secrets redacted (`--api-key [redacted]`), never
+  // the value: compared with the entry's own words, the same server read as another, and got
+  // "inventory-2" with a sentence saying its history was another server's.
+  it("the same server with a secret in its args, wrapped again, keeps its label, without a word", async () => {
+    const u = await userWithHistory(false, ["--api-key", "sk-live-abcdef123456"]);
+    const store = openStore(u.stateDir);
+    try {
+      const { record_json } = store
+        .prepare("SELECT record_json FROM epochs WHERE server_label = 'inventory'")
+        .get() as { record_json: string };
+      expect(record_json).not.toContain("sk-live-abcdef123456");
+    } finally {
+      store.close();
+    }
+    const wrap = await u.cli(["wrap", "claude-code"]);
+    expect(wrap.code, wrap.stderr).toBe(0);
+    expect(labelOf(parseJsonc(read(u.files["claude-code"])).mcpServers.inventory)).toBe("inventory");
+    expect(wrap.stdout).not.toContain("history");
   });
 
   it("--label KEY=LABEL keeps the label it names, with a warning", async () => {
