@@ -4,7 +4,7 @@ import {
   passphraseChangedEvent,
   thisCommand,
 } from "../approval/lateWrapping.js";
-import { ApproverKeyMismatchError, checkApproverKey } from "../approval/pin.js";
+import { ApproverKeyMismatchError, checkApproverKey, PinTracker } from "../approval/pin.js";
 import { AuditLog } from "../audit/log.js";
 import { safeText } from "../catalog/text.js";
 import {
@@ -14,6 +14,7 @@ import {
   KeyringMissingError,
   KeyringTamperedError,
   keyringExists,
+  keyringPath,
   type PassphraseChange,
   SamePassphraseError,
   unlockKeyring,
@@ -140,9 +141,22 @@ async function change(args: string[], ctx: { stateDir: string }): Promise<number
     // record is written, both under the rewrite lock: killed between the rename and the record,
     // or finding the store unwritable then, the change is recorded late by the next command that
     // takes the passphrase (src/approval/lateWrapping.ts).
+    // The keyring rewrapped is the one read under the lock, checked again there (`accept`):
+    // replaced since the check above (another init's keyring, under the same passphrase), it would
+    // have been rewrapped and said to hold "the same keys as before".
     const by = thisCommand("passphrase");
+    const checkedKeyId = unlocked.keyId;
     let seq: number | null = null;
     const changed = await changePassphrase(stateDir, current, next, {
+      accept: (opened, auditPublicKey) => {
+        if (opened.keyId !== checkedKeyId)
+          throw new KeyringTamperedError(
+            `${keyringPath(stateDir)} was replaced while the command ran: its audit key ${opened.keyId} is not the one checked (${checkedKeyId})`,
+          );
+        const signer = opened.signer!;
+        if (new PinTracker(db).status(signer.publicKeyRaw, auditPublicKey).state === "other")
+          throw new ApproverKeyMismatchError(signer.keyId);
+      },
       beforeRename: (wrapping) => {
         const head = db.prepare("SELECT max(seq) FROM audit_records").pluck().get() as number | null;
         markChangeUnrecorded(stateDir, { wrapping, headSeq: head ?? 0, by, at: new Date().toISOString() });

@@ -299,6 +299,13 @@ export interface PassphraseChange {
  * records it (src/approval/lateWrapping.ts), while no other rewrite or late record can come in.
  */
 export interface ChangeSteps {
+  /**
+   * Told the keyring as read and opened under the lock, before anything is written: throws to
+   * refuse it. The caller checked a keyring before (its approver key against the pin); the file
+   * may have been replaced since, by a process that takes no lock, and the one rewrapped is the
+   * one read here.
+   */
+  accept?: (opened: UnlockedKeyring, auditPublicKey: KeyObject) => void;
   beforeRename?: (wrapping: string) => void;
   afterRename?: (change: PassphraseChange) => void;
 }
@@ -342,6 +349,12 @@ export async function changePassphrase(
     if (!file.approver) {
       unlocked.dataKey.fill(0);
       throw new KeyringError(`${path} has no approver key yet; it is added by the passphrase commands first`);
+    }
+    try {
+      steps.accept?.(unlocked, x25519PublicKeyFromRaw(Buffer.from(file.audit.publicKey, "base64url")));
+    } catch (e) {
+      unlocked.dataKey.fill(0);
+      throw e;
     }
     removeLeftTemps(path);
     const params = newCost(file.kdf);
