@@ -29,9 +29,17 @@ export function portcullisVersion(): string {
  * written): the newest migration applied by then. A process that opened the store and then
  * registered at `at` runs that version (see above). null when `at` precedes every migration
  * (a row written by hand, a time that does not read as one).
+ *
+ * A migration whose applied_at is later than now cannot have been applied then (a row rewritten,
+ * or the clock stepped back since): it is counted as applied before every process. Believed, one
+ * such row made every gateway, each one restarted too, "started by an older portcullis", whose
+ * approvals are refused (approval/olderGateway.ts) with advice to restart it that never helped.
  */
 export function schemaVersionAt(db: Database.Database, at: string): number | null {
-  const row = db.prepare("SELECT max(version) AS v FROM schema_migrations WHERE applied_at <= ?").get(at) as {
+  const now = new Date().toISOString();
+  const row = db
+    .prepare("SELECT max(version) AS v FROM schema_migrations WHERE applied_at <= ? OR applied_at > ?")
+    .get(at, now) as {
     v: number | bigint | null;
   };
   return row.v === null ? null : Number(row.v);

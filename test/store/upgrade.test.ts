@@ -14,11 +14,12 @@
 //  - a command bringing the store up while such a gateway and a vault holder run says which, and
 //    to restart them.
 // Real CLI processes and a real gateway.
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
+import { consoleAddressPath } from "../../src/console/address.js";
 import { KNOWN_SCHEMA_VERSION, portcullisVersion } from "../../src/store/schemaVersion.js";
 import { startConsoleProcess } from "../console/helpers.js";
 import { nextRequest, pending } from "../helpers/approvals.js";
@@ -222,7 +223,9 @@ describe("processes started before an upgrade", () => {
     expect(current.stderr).toBe("");
     // its address file as a portcullis before the recording wrote it (no schemaVersion: inferred
     // from the file's time), and the last migration applied after the console started: as a newer
-    // portcullis leaves the store
+    // portcullis leaves the store (the console's start put 10 s back, the earlier migrations long
+    // before it, the last one now: a migration applied later than now is not believed,
+    // schemaVersion.ts)
     const file = join(stateDir, "console.json");
     const { schemaVersion, ...unrecorded } = JSON.parse(readFileSync(file, "utf8")) as Record<
       string,
@@ -230,9 +233,15 @@ describe("processes started before an upgrade", () => {
     >;
     expect(schemaVersion).toBe(KNOWN_SCHEMA_VERSION);
     writeFileSync(file, `${JSON.stringify(unrecorded)}\n`, { mode: 0o600 });
+    const past = new Date(Date.now() - 10_000);
+    utimesSync(file, past, past);
     const db = new Database(join(stateDir, "portcullis.db"));
+    db.prepare("UPDATE schema_migrations SET applied_at = ? WHERE version < ?").run(
+      "2000-01-01T00:00:00.000Z",
+      KNOWN_SCHEMA_VERSION,
+    );
     db.prepare("UPDATE schema_migrations SET applied_at = ? WHERE version = ?").run(
-      new Date(Date.now() + 5000).toISOString(),
+      new Date().toISOString(),
       KNOWN_SCHEMA_VERSION,
     );
     db.close();
