@@ -47,6 +47,13 @@ export const CONSOLE_JS = `"use strict";
       var closed = box.closest("details:not([open])") !== null;
       if (!closed) note.hidden = !cut;
     }
+    // a card taller than the window, from its top to its buttons, says so at its top, with a link to them
+    var tall = document.querySelectorAll("[data-tall-card]");
+    for (var t = 0; t < tall.length; t++) {
+      var card = tall[t].closest("article");
+      var decide = card && card.querySelector(".decide");
+      if (decide) tall[t].hidden = decide.getBoundingClientRect().bottom - card.getBoundingClientRect().top <= window.innerHeight;
+    }
   };
   function markSoon() { window.portcullisMarkCut(); }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", markSoon);
@@ -214,6 +221,11 @@ code, pre { font: 12px/1.4 ui-monospace, monospace; overflow-wrap: anywhere; }
    the table, so a long one never squeezes its value into one character a line */
 .name { white-space: pre-wrap; overflow-wrap: anywhere; text-transform: none; letter-spacing: normal; }
 .args th { width: 30%; }
+/* a stored note as long as its writer liked, in its capped box, keeps a column a word wide: its box
+   wraps anywhere, so the table sized the column to one letter, every row of it ~490px tall */
+.args td.note .stored-box, .args td.note .cut-note { min-width: 6rem; }
+/* a look-alike warning's row under its argument's (card.ts mixedScript): one argument, no line between */
+.args tr.warned > * { border-bottom: none; } .args tr.warning p { margin: 0; }
 /* no height cap here: a box capped without its note hides text silently (the capped boxes are .capped) */
 pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: .2rem 0; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 6px; padding: .8rem 1rem; margin-bottom: 1rem; }

@@ -32,6 +32,7 @@ import {
   argumentsSummary,
   decisionAnchor,
   MANY_ARGUMENTS,
+  tallCardNote,
 } from "./manyArguments.js";
 import { type PasskeyDecisions, passkeyDecisionNote } from "./passkeyPages.js";
 import {
@@ -175,12 +176,25 @@ function toolPart(r: Review): Html {
     }</section>`;
 }
 
-/** The warning under a value that mixes Latin letters with look-alikes, as the terminal's review says it. */
+/** One argument's row: its name, its value (as the terminal shows it), the note on where it came from. */
+function argumentRow(a: Review["arguments"][number]): Html {
+  // as the terminal shows it: quoted when not plain, so `to` and `to\t` do not read alike
+  const value = hidden(a) ? html`<code class="value">(hidden)</code>` : cappedValue(jsonText(a.value));
+  const warned = !hidden(a) && mixedScriptText(a.value) !== null;
+  return html`<tr ${warned ? html`class="warned"` : ""}><th>${cappedName(a.name)}</th><td>${value}</td><td class="note">${storedText(a.note ?? "")}</td></tr>`;
+}
+
+/**
+ * The warning under a value that mixes Latin letters with look-alikes, as the terminal's review
+ * says it, in a row of its own under the argument's, as wide as the table: in the value's column
+ * (a third of a third of the card at 1280 px) it quoted the value over nine lines, every such
+ * argument's row about 490 px tall.
+ */
 function mixedScript(a: Review["arguments"][number]): Html | "" {
   const mixed = hidden(a) ? null : mixedScriptText(a.value);
   return mixed === null
     ? ""
-    : html`<p class="error" data-testid="mixed-script-value">${mixedScriptNote(mixed)}</p>`;
+    : html`<tr class="warning"><td colspan="3"><p class="error" data-testid="mixed-script-value">${mixedScriptNote(mixed)}</p></td></tr>`;
 }
 
 function argumentsPart(r: Review, request: string): Html {
@@ -191,9 +205,7 @@ function argumentsPart(r: Review, request: string): Html {
         : html`<table><tbody>${r.arguments.map(
             (a) =>
               // as the terminal shows it: quoted when not plain, so `to` and `to\t` do not read alike
-              html`<tr><th>${cappedName(a.name)}</th><td>${
-                hidden(a) ? html`<code class="value">(hidden)</code>` : cappedValue(jsonText(a.value))
-              }${mixedScript(a)}</td><td class="note">${storedText(a.note ?? "")}</td></tr>`,
+              html`${argumentRow(a)}${mixedScript(a)}`,
           )}</tbody></table>`
     }
     <p><strong>credential scopes</strong> ${storedList(r.credentialScope)}</p>${
@@ -291,7 +303,9 @@ export function reviewCard(
       <p class="meta">request <code>${storedText(req.request)}</code> · ${storedText(req.state)}${
         req.waiting === false ? " (nobody is waiting for it any more)" : ""
       } · asked ${storedText(r.createdAt)} · expires ${storedText(r.expiresAt)}</p>${pending ? callWaits(given) : ""}${
-        pending ? argumentsSummary(req.request, r.arguments.length) : ""
+        pending
+          ? html`${argumentsSummary(req.request, r.arguments.length)}${tallCardNote(req.request, r.arguments.length)}`
+          : ""
       }${epochEnded(req.executionEpoch, given.epochMovedOn)}</header>
     <div class="grid">${whoAsks(r)}${whatChanged(r)}${toolPart(r)}${argumentsPart(r, req.request)}</div>
     ${pending ? decisionForm(req, csrf, reviewDigest(given.review), passkey) : html`${decided(req)}${notHonouredNote(given.notHonoured ?? null)}`}

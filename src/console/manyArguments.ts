@@ -27,3 +27,18 @@ export function argumentsRecap(request: string, count: number): Html | "" {
   if (count <= MANY_ARGUMENTS) return "";
   return html`<p class="args-count" id="${decisionAnchor(request)}" data-testid="arguments-recap">You decide on all ${count} arguments listed above: <a href="#${argumentsAnchor(request)}" data-testid="to-arguments">back to the first</a>.</p>`;
 }
+
+/**
+ * The same line for a card of few arguments that is taller than the window all the same: every
+ * field of it at its cap (the server's words, six arguments' values, what the store holds) puts
+ * the buttons almost 5,000 pixels down a 1280×720 window. Written hidden: the page's script shows
+ * it when the card, from its top to its buttons, is taller than the window (portcullisMarkCut, on
+ * load, after a swap, on resize and when a disclosure opens); a page without its script keeps it
+ * hidden.
+ */
+export function tallCardNote(request: string, count: number): Html | "" {
+  if (count > MANY_ARGUMENTS) return "";
+  return html`<p class="args-count" data-tall-card hidden data-testid="tall-card">This card is longer than the window: the decision buttons come after all of it, the ${
+    count === 1 ? "argument" : `${count} arguments`
+  } included: <a href="#${decisionAnchor(request)}" data-testid="to-decision">go to the decision</a>.</p>`;
+}

@@ -100,6 +100,8 @@ describe("thousands of pending requests written into the store", () => {
       real.getByTestId("approve-call"),
       real.getByTestId("deny"),
     ]);
+    // a card that fits the window does not say it is longer than it (hostile-card-every-field)
+    expect(await real.getByTestId("tall-card").isHidden()).toBe(true);
     expect(await page.getByTestId("requests-capped").textContent()).toContain(
       "2,501 requests are pending; this page shows 1 to 10",
     );
