@@ -508,7 +508,18 @@ export const CONSOLE_ROUTES: Route[] = [
     path: /^\/grants$/,
     session: true,
     handle: (ctx) =>
-      page(ctx, 200, "Grants", grantsBody(ctx.app.db, ctx.app.stateDir, ctx.session!.csrf), "/grants"),
+      page(
+        ctx,
+        200,
+        "Grants",
+        grantsBody(
+          ctx.app.db,
+          ctx.app.stateDir,
+          ctx.session!.csrf,
+          intParam(ctx.url.searchParams.get("from")) ?? 0,
+        ),
+        "/grants",
+      ),
   },
   { method: "POST", path: new RegExp(`^/grants/${ID}/revoke$`), session: true, handle: revoke },
   {

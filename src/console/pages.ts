@@ -217,19 +217,50 @@ function remoteServer(r: ExecutionRecord): Html {
             <dt>identity</dt><dd><code>${storedText(r.identityDigest)}</code></dd></dl>`;
 }
 
-export function grantsBody(db: Store, stateDir: string, csrf: string): Html {
-  const grants = activeGrants(db);
+/** Grants drawn on one page of the Grants page. */
+export const GRANTS_SHOWN = 25;
+
+/**
+ * The active grants, those a gateway honours first (newest first), then the rest (ShownDecisions:
+ * a row written by other means than a decision, whose signature does not verify), one page of
+ * GRANTS_SHOWN at `offset`. Any process of the user can write thousands of grant rows: drawn all,
+ * oldest first, they stood above the grants the human gave and their Revoke buttons. A forged row
+ * is never honoured, so none of them can stand above a real grant.
+ */
+export function grantsBody(db: Store, stateDir: string, csrf: string, offset = 0): Html {
   const shown = new ShownDecisions(db, stateDir);
-  return html`<h1>Grants <small>(${grants.length} active)</small></h1>${
-    grants.length === 0
+  const all = activeGrants(db).map((g) => ({ g, why: shown.grant(g) }));
+  const ordered = all.sort(
+    (a, b) =>
+      Number(a.why !== null) - Number(b.why !== null) ||
+      String(b.g.issuedAt).localeCompare(String(a.g.issuedAt)) ||
+      String(b.g.grant).localeCompare(String(a.g.grant)),
+  );
+  const page = ordered.slice(offset, offset + GRANTS_SHOWN);
+  const rest = ordered.length - page.length;
+  const honoured = ordered.filter((x) => x.why === null).length;
+  return html`<h1>Grants <small>(${ordered.length} active)</small></h1>${
+    rest > 0
+      ? html`<p class="requests-capped" data-testid="grants-capped">${ordered.length} grants are active, ${honoured} of them honoured by gateways; this page shows ${page.length === 0 ? "none of them" : `${offset + 1} to ${offset + page.length}`}: the honoured ones first, newest first, then the ones no gateway honours (rows written by other means than a decision). ${
+          offset > 0
+            ? html`<a href="/grants?from=${Math.max(0, offset - GRANTS_SHOWN)}" data-testid="grants-previous">the previous ${GRANTS_SHOWN}</a> `
+            : ""
+        }${
+          offset + page.length < ordered.length
+            ? html`<a href="/grants?from=${offset + page.length}" data-testid="grants-next">the next ${Math.min(GRANTS_SHOWN, ordered.length - offset - page.length)}</a>`
+            : ""
+        }</p>`
+      : ""
+  }${
+    ordered.length === 0
       ? html`<p class="empty">No grant is active.</p>`
-      : html`<table class="grants"><thead><tr><th>grant</th><th>server · tools</th><th>mode</th><th>epoch</th><th>credentials</th><th>issued</th><th></th></tr></thead><tbody>${grants.map(
-          (g) => html`<tr data-testid="grant" data-grant-id="${g.grant}">
+      : html`<table class="grants"><thead><tr><th>grant</th><th>server · tools</th><th>mode</th><th>epoch</th><th>credentials</th><th>issued</th><th></th></tr></thead><tbody>${page.map(
+          ({ g, why }) => html`<tr data-testid="grant" data-grant-id="${g.grant}">
           <td><code>${storedText(g.grant)}</code>${g.runAlive ? "" : html`<br><small>its gateway is gone</small>`}</td>
           <td>${storedText(g.serverLabel)} · ${g.toolScope.map((t, i) => html`${i > 0 ? ", " : ""}${cappedToolName(t.name)}`)}</td>
           <td>${storedText(g.mode)}</td><td><code>${storedText(g.executionEpoch)}</code></td>
           <td>${storedList(g.credentialScope)}</td>
-          <td>${storedText(g.issuedAt)}<br><small>${storedText(g.approvedBy)}</small>${notHonouredNote(shown.grant(g))}</td>
+          <td>${storedText(g.issuedAt)}<br><small>${storedText(g.approvedBy)}</small>${notHonouredNote(why)}</td>
           <td><form method="post" action="/grants/${encodeURIComponent(g.grant)}/revoke"><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="danger" data-testid="revoke">Revoke</button></form></td></tr>`,
         )}</tbody></table>`
   }`;
