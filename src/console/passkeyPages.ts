@@ -7,9 +7,25 @@ import type { PasskeyInfo } from "../approval/passkey.js";
 import { type Html, html } from "./html.js";
 import { storedSentence, storedText } from "./storedText.js";
 
-export function passkeysBody(list: PasskeyInfo[], csrf: string, proofHeld: boolean, problem?: string): Html {
-  return html`<h1>Passkeys <small>(${list.length})</small></h1>
-  ${problem ? html`<p class="error" role="alert">${problem}</p>` : ""}
+/** Passkeys listed on the page: the rows a process of the user writes are not all drawn. */
+export const PASSKEYS_SHOWN = 5;
+
+/**
+ * The passkeys page. Any process of the user can write passkey rows into the store, thousands of
+ * them: drawn all, they put the human's passkey, its Remove button and the form to add one tens of
+ * thousands of pixels down. A row not pinned in the audit chain is honoured by no gateway, so the
+ * honoured passkeys are listed first, and at most PASSKEYS_SHOWN rows are drawn, the page saying
+ * how many there are and how many are honoured (`portcullis passkey list` lists every one).
+ */
+export function passkeysBody(all: PasskeyInfo[], csrf: string, proofHeld: boolean, problem?: string): Html {
+  const honoured = all.filter((p) => p.honoured);
+  const list = [...honoured, ...all.filter((p) => !p.honoured)].slice(0, PASSKEYS_SHOWN);
+  return html`<h1>Passkeys <small>(${all.length})</small></h1>
+  ${problem ? html`<p class="error" role="alert">${problem}</p>` : ""}${
+    all.length > list.length
+      ? html`<p class="requests-capped" data-testid="passkeys-capped">${all.length} passkey rows are in the store, ${honoured.length} of them honoured by gateways; ${list.length} are listed here, the honoured ones first (a row the audit chain does not pin is honoured by none). <code>portcullis passkey list</code> lists every one, and <code>portcullis passkey rm ID</code> removes one.</p>`
+      : ""
+  }
   <p>A passkey (Touch ID, Windows Hello, a security key) logs in and decides requests, as the passphrase does; every decision made with it asks the authenticator, with user verification. Passkeys work at this address (<code>localhost</code>): browsers refuse an IP address for them.</p>
   ${
     list.length === 0
