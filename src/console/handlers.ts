@@ -491,7 +491,10 @@ export const CONSOLE_ROUTES: Route[] = [
     method: "GET",
     path: /^\/servers$/,
     session: true,
-    handle: (ctx) => page(ctx, 200, "Servers", serversBody(listGateways(ctx.app.db)), "/servers"),
+    handle: (ctx) => {
+      const offset = intParam(ctx.url.searchParams.get("from")) ?? 0;
+      page(ctx, 200, "Servers", serversBody(listGateways(ctx.app.db), offset), "/servers");
+    },
   },
   {
     method: "GET",

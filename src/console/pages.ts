@@ -167,9 +167,28 @@ export function messageBody(title: string, text: string, back = "/"): Html {
   return html`<h1>${title}</h1><p class="message" role="status">${storedSentence(text)}</p><p><a href="${back}">back</a></p>`;
 }
 
-export function serversBody(rows: GatewayRow[]): Html {
+/** Gateways drawn on one page of the Servers page. */
+export const SERVERS_SHOWN = 20;
+
+/**
+ * The running gateways, the latest started first, SERVERS_SHOWN at `offset`. Any process of the
+ * user can write gateway rows naming a live process (its own): thousands of them, each with its
+ * status lines and record, made a page of megabytes. The page says how many it does not show.
+ */
+export function serversBody(all: GatewayRow[], offset = 0): Html {
+  const ordered = [...all].reverse();
+  const rows = ordered.slice(offset, offset + SERVERS_SHOWN);
+  const after = ordered.length - offset - rows.length;
   return html`<h1>Servers</h1>${
-    rows.length === 0
+    ordered.length > rows.length
+      ? html`<p class="requests-capped" data-testid="servers-capped">${ordered.length} gateways are running; this page shows ${rows.length === 0 ? "none of them" : `${offset + 1} to ${offset + rows.length}`}, the latest started first (<code>portcullis status</code> lists every one). ${
+          offset > 0
+            ? html`<a href="/servers?from=${Math.max(0, offset - SERVERS_SHOWN)}" data-testid="servers-previous">the previous ${Math.min(offset, SERVERS_SHOWN)}</a> `
+            : ""
+        }${after > 0 ? html`<a href="/servers?from=${offset + rows.length}" data-testid="servers-next">the next ${Math.min(after, SERVERS_SHOWN)}</a>` : ""}</p>`
+      : ""
+  }${
+    ordered.length === 0
       ? html`<p class="empty">No gateway is running.</p>`
       : rows.map((g) => {
           const r = g.record;
