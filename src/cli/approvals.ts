@@ -46,7 +46,7 @@ import { existingStateDir, hintStateDir, quotedCommand, stateDirFlagFor } from "
 import { storeAdvice } from "../store/storeAdvice.js";
 import { closeStoreUnlessLost } from "../store/storeWatch.js";
 import { printableJson } from "../util/printableJson.js";
-import { askDecision, hasTerminal, nextDecidable, watchRequests } from "./approvalsLive.js";
+import { askDecision, hasTerminal, LISTED_REQUESTS, nextDecidable, watchRequests } from "./approvalsLive.js";
 import { oneOf, parse, refuseEmpty } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
 import { failureLine } from "./failureLine.js";
@@ -60,12 +60,6 @@ export type ApprovalsCommandName = "approvals" | "approve" | "deny" | "grants" |
 const NO_ARGUMENT_PASSPHRASE =
   "the passphrase is never accepted on the command line (other processes, and the agent, could read it there); " +
   "type it when asked, on the terminal";
-
-/**
- * The text list's length without --all: any process of the user can write thousands of rows into
- * the store, and a list of all of them scrolled the human's request out of the terminal.
- */
-export const LISTED_REQUESTS = 20;
 
 export const APPROVALS_HELP: Record<ApprovalsCommandName, string> = {
   approvals: `usage: portcullis approvals [--watch] [--json] [--verbose] [--all] [--state-dir DIR]
@@ -82,9 +76,10 @@ cancelled stays pending for a retry, and nothing waits on it meanwhile).
               one JSON line per change.
   --verbose   the full review, with the whole process chain (also --chain); --json
               always holds the whole request, so it changes nothing there
-  --all       every pending request; without it, of more than ${LISTED_REQUESTS} the newest
-              ${LISTED_REQUESTS}, saying how many are pending (one said to be made at a time
-              still to come counts as the oldest); --json always lists every one
+  --all       every pending request; without it (and with --watch), of more than
+              ${LISTED_REQUESTS} the newest ${LISTED_REQUESTS}, saying how many are pending (one
+              said to be made at a time still to come counts as the oldest); --json
+              always lists every one
 Decide with 'portcullis approve --next', 'portcullis approve ID' or 'portcullis deny ID'.`,
   approve: `usage: portcullis approve ID|--next [--for session|call] [--json] [--verbose] [--state-dir DIR]
 

@@ -6,7 +6,7 @@
 import { closeSync, openSync, writeSync } from "node:fs";
 import { ReadStream } from "node:tty";
 import { renderReview, renderReviewCard } from "../approval/render.js";
-import { getRequest, type PendingRequest, pendingRequests } from "../approval/requests.js";
+import { getRequest, type PendingRequest, pendingPage, pendingRequests } from "../approval/requests.js";
 import { safeText } from "../catalog/text.js";
 import type { Store } from "../store/db.js";
 import { quotedCommand, stateDirFlagFor } from "../store/stateDir.js";
@@ -106,7 +106,9 @@ export async function watchRequests(
           });
         }
       } else {
-        const frame = drawList(now, verbose, stateDir);
+        // the listing's page (approvals without --all): the 20 newest, the newest last
+        const page = pendingPage(db, 0, LISTED_REQUESTS);
+        const frame = drawList(page.rows.reverse(), page.total, verbose, stateDir);
         // Redrawn only on change: the "expires in" of a request alone changes every second.
         const key = now.map((r) => `${r.request}:${r.waiting}:${callWaitKey(r)}`).join(",");
         if (key !== lastDraw) {
@@ -147,9 +149,20 @@ function print(line: unknown): void {
   process.stdout.write(`${printableJson(line, 0)}\n`);
 }
 
-function drawList(now: PendingRequest[], verbose: boolean, stateDir: string): string {
+/**
+ * The text list's length (`approvals` without --all, `approvals --watch`): any process of the user
+ * can write thousands of rows into the store, and a list of all of them scrolled the human's
+ * request out of the terminal.
+ */
+export const LISTED_REQUESTS = 20;
+
+function drawList(now: PendingRequest[], total: number, verbose: boolean, stateDir: string): string {
   const stamp = new Date().toISOString().slice(11, 19);
-  const head = `portcullis: ${now.length === 0 ? "no approval request is pending" : `${now.length} pending approval request(s), oldest first`} (${stamp} UTC; Ctrl-C to exit)`;
+  const which =
+    total > now.length
+      ? `; the ${now.length} newest are shown, the newest last (${quotedCommand("approvals --all", stateDir)} lists every one)`
+      : ", the newest last";
+  const head = `portcullis: ${total === 0 ? "no approval request is pending" : `${total} pending approval request(s)${which}`} (${stamp} UTC; Ctrl-C to exit)`;
   if (now.length === 0) return head;
   const out = [head, ""];
   for (const r of now) {

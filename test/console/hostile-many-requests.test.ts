@@ -7,11 +7,15 @@
 // them, and opens a request by its ID alone; the chain is capped (requestList.ts, card.ts).
 // `portcullis approvals` printed all of them too, the real one lost in the scroll: it prints the
 // 20 newest, the newest last, and says how many are pending.
+
+import { spawn } from "node:child_process";
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
 import { browserSuite, held } from "../helpers/browser.js";
-import { runCli } from "../helpers/gateway.js";
+import { waitFor } from "../helpers/files.js";
+import { hostEnv, runCli } from "../helpers/gateway.js";
+import { CLI, NODE } from "../helpers/paths.js";
 import { consoleGateway, consoleOf, openFirstCard, TRANSFER_TOOL } from "./helpers.js";
 
 const suite = browserSuite();
@@ -123,6 +127,26 @@ describe("thousands of pending requests written into the store", () => {
     expect(decideLines.at(-1)).toContain(`approve ${req.request}`);
     const every = await runCli(["approvals", "--all", "--state-dir", stateDir]);
     expect(every.stdout.split("\n").filter((l) => l.startsWith("  decide "))).toHaveLength(2501);
+
+    // `approvals --watch` draws the same 20, saying how many are pending
+    const watch = spawn(NODE, [CLI, "approvals", "--watch", "--state-dir", stateDir], {
+      env: hostEnv(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    cleanup.push(() => {
+      if (watch.exitCode === null) watch.kill("SIGKILL");
+    });
+    let frame = "";
+    watch.stdout!.on("data", (d: Buffer) => {
+      frame += d.toString();
+    });
+    await waitFor(() => frame.includes("decide the next:"), 20_000, "the watch's first frame");
+    watch.kill("SIGTERM");
+    expect(frame.split("\n")[0]).toContain(
+      "2501 pending approval request(s); the 20 newest are shown, the newest last",
+    );
+    expect(frame).toContain(req.request);
+    expect(new Set(frame.match(/\b(old|ahead|nodate)\d+\b/g)).size).toBe(19);
 
     // the rest are a link away, ten at a time; the ones dated ahead and undated come last
     await page.getByTestId("requests-next").click();
