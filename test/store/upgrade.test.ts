@@ -19,7 +19,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { consoleAddressPath } from "../../src/console/address.js";
 import { KNOWN_SCHEMA_VERSION, portcullisVersion } from "../../src/store/schemaVersion.js";
 import { startConsoleProcess } from "../console/helpers.js";
 import { nextRequest, pending } from "../helpers/approvals.js";
