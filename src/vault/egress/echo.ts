@@ -9,18 +9,25 @@
  * spellings the gateway's own scrubber of server output (src/vault/scrub.ts) knows and a stream
  * can be searched for (docs/security.md lists them):
  * - each character of the value as itself or escaped, any mix, escapes in either hex case: URL
- *   escapes of its UTF-8 bytes (`%2F`, `%2f`; `+` for a space), JSON escapes of its UTF-16 units
- *   (`\u002F`, `\/`, `\"`, `\\`, `\n`…), HTML character references (`&#47;`, `&#x2F;`,
- *   `&amp;`, `&lt;`, `&gt;`, `&quot;`, `&apos;`);
+ *   escapes of its UTF-8 bytes, once (`%2F`, `%2f`; `+` for a space) or twice, as a redirect
+ *   that carries a URL in its query writes them (`%252F`), JSON escapes of its UTF-16 units
+ *   (`\u002F`, `\u002f`, `\/`, `\"`, `\\`, `\n`…), HTML character references, numeric with
+ *   up to 10 digits, leading zeros included (`&#47;`, `&#x2F;`, `&#X002f;`), or named, every
+ *   name HTML defines for an ASCII character (`&sol;`, `&plus;`, `&equals;`, `&amp;`…:
+ *   src/vault/htmlReferences.ts);
  * - its base64, standard and URL-safe, padded or not, and the base64 characters the value alone
  *   determines inside longer base64 at each of the three alignments (`base64("user:" + value)`,
  *   as a Basic auth echo writes it), 8 characters or more; each also as encoders that escape
  *   base64's `+`, `/` and `=` write it (escapedForms: `\/` in JSON, once or twice, `\u002B`, and
- *   URL escapes);
+ *   URL escapes), and with each of its `+`, `/`, `=` (`-`, `_`) as itself or escaped in any of
+ *   the ways above, any mix (`&#43;` of an HTML template, `\u002b`, `%252B`), its letters and
+ *   digits as themselves;
  * - its UTF-8 bytes in hex, lower and upper case, 8 characters or more.
  * Searched as bytes (Buffer.indexOf and a walk over the value's characters), never by a regular
  * expression built from a value: a value may be 64 KiB, a size V8 refuses for one.
  */
+
+import { LONGEST_REFERENCE, NAMED, referenceAt } from "../htmlReferences.js";
 
 /** A place where a value is spelled, and the placeholder that goes there. */
 export interface Match {
@@ -46,6 +53,8 @@ export interface Spelling {
    * already keep (usableIn): an escaped form of base64 is not looked for in bytes without it
    */
   readonly needs?: number;
+  /** as `needs`, one of these bytes (a base64 form spelled with escapes: `%`, `\\` or `&`) */
+  readonly needsOneOf?: readonly number[];
 }
 
 /** A spelling of fixed bytes (base64, hex forms): found by Buffer.indexOf. */
@@ -78,17 +87,18 @@ class Literal implements Spelling {
 }
 
 /**
- * The most bytes one character of a value takes in any of its spellings: `&#x` + 8 digits + `;`,
- * or four UTF-8 bytes URL-escaped, or a surrogate pair JSON-escaped.
+ * The most bytes one character of a value takes in any of its spellings: four UTF-8 bytes
+ * URL-escaped twice (`%25F0%259F…`), or an HTML reference (`&#x` + 8 digits + `;`, or the longest
+ * name), or a surrogate pair JSON-escaped.
  */
-const LONGEST_CHAR = 12;
-/** The most digits read in one HTML character reference (leading zeros included). */
-const REF_DIGITS = 8;
+const LONGEST_CHAR = Math.max(4 * 5, LONGEST_REFERENCE, 12);
 
 const PERCENT = 0x25;
 const BACKSLASH = 0x5c;
 const AMPERSAND = 0x26;
 const PLUS = 0x2b;
+/** The first byte of every escape (URL, JSON, HTML). */
+const ESCAPE_STARTS: readonly number[] = [PERCENT, BACKSLASH, AMPERSAND];
 
 /** The JSON short escapes, by the character they stand for. */
 const JSON_SHORT: Record<number, number> = {
@@ -102,14 +112,14 @@ const JSON_SHORT: Record<number, number> = {
   9: 0x74, // \t
 };
 
-/** The HTML named references the common escapers write, by the character they stand for. */
-const HTML_NAMED: Record<number, Buffer> = {
-  38: Buffer.from("&amp;"),
-  60: Buffer.from("&lt;"),
-  62: Buffer.from("&gt;"),
-  34: Buffer.from("&quot;"),
-  39: Buffer.from("&apos;"),
-};
+/** Each byte that can follow `&` in a named reference of the character, by character code. */
+const NAME_STARTS = new Map<number, Uint8Array>(
+  [...NAMED].map(([c, names]) => {
+    const starts = new Uint8Array(256);
+    for (const n of names) starts[n.charCodeAt(0)] = 1;
+    return [c.charCodeAt(0), starts] as const;
+  }),
+);
 
 /** The value of a hex digit byte, or -1. */
 function hexDigit(b: number): number {
@@ -126,6 +136,8 @@ interface Char {
   bytes: Uint8Array;
   /** its UTF-16 code units */
   units: number[];
+  /** written only as itself (a letter or digit of base64: no encoder escapes those) */
+  plain: boolean;
 }
 
 /**
@@ -145,11 +157,21 @@ class Spelled implements Spelling {
    * `\\` or `&`, which it could also be read to hold escaped (`%25`, `\\\\`, `&amp;`), longer
    */
   private readonly unambiguous: boolean;
+  /** the bytes of its first characters that are only ever themselves (plain), when it starts with one */
+  private readonly plainStart: Buffer | null;
 
+  /**
+   * `value` spelled any way, replaced by `plain`, or by `encoded` where a URL escape was read;
+   * each character that `plainChars` matches only as itself (base64's letters and digits: an
+   * occurrence is then found from where its first ones are, by indexOf, not a scan of every
+   * byte); found only in bytes holding one of `needsOneOf`, when given (usableIn).
+   */
   constructor(
     value: string,
     private readonly plain: Buffer,
     private readonly encoded: Buffer,
+    readonly needsOneOf?: readonly number[],
+    plainChars?: RegExp,
   ) {
     this.raw = Buffer.from(value, "utf8");
     this.unambiguous = !/[%\\&]/.test(value);
@@ -158,15 +180,34 @@ class Spelled implements Spelling {
       const code = c.codePointAt(0)!;
       const units = [c.charCodeAt(0)];
       if (c.length === 2) units.push(c.charCodeAt(1));
-      this.chars.push({ code, bytes: Buffer.from(c, "utf8"), units });
+      const plainChar = plainChars?.test(c) ?? false;
+      this.chars.push({ code, bytes: Buffer.from(c, "utf8"), units, plain: plainChar });
     }
     this.longest = LONGEST_CHAR * this.chars.length;
+    let n = 0;
+    while (n < this.chars.length && this.chars[n]!.plain) n++;
+    this.plainStart = n > 0 ? Buffer.from([...value].slice(0, n).join(""), "utf8") : null;
     const first = this.chars[0]!;
-    for (const b of [first.bytes[0]!, PERCENT, BACKSLASH, AMPERSAND, ...(first.code === 0x20 ? [PLUS] : [])])
-      this.startTable[b] = 1;
+    const starts = first.plain
+      ? [first.bytes[0]!]
+      : [first.bytes[0]!, PERCENT, BACKSLASH, AMPERSAND, ...(first.code === 0x20 ? [PLUS] : [])];
+    for (const b of starts) this.startTable[b] = 1;
   }
 
   first(buf: Buffer, from: number, before: number): Match | null {
+    if (this.plainStart !== null) {
+      // every occurrence starts with these bytes as written
+      const end = Math.min(before, buf.length);
+      for (
+        let at = buf.indexOf(this.plainStart, from);
+        at >= 0 && at < end;
+        at = buf.indexOf(this.plainStart, at + 1)
+      ) {
+        const m = this.walk(buf, at, null).match;
+        if (m) return m;
+      }
+      return null;
+    }
     // a scan with a table of the starting bytes: text full of `&`, `%` or `\\` (URLs, escaped
     // JSON) made one indexOf per place tried, a call into C++ each, cost more than this loop
     const starts = this.startTable;
@@ -178,13 +219,8 @@ class Spelled implements Spelling {
       // most `&` and `\\` in text begin no reference or escape of the first character: skipped
       // here without a walk (`&` must be followed by `#` or a name, `\\` by `u` or a short escape)
       if (b !== first.bytes[0]) {
-        const after = buf[at + 1];
-        if (
-          b === AMPERSAND &&
-          after !== 0x23 &&
-          !(HTML_NAMED[first.code] && after === HTML_NAMED[first.code]![1])
-        )
-          continue;
+        const after = buf[at + 1]!;
+        if (b === AMPERSAND && after !== 0x23 && NAME_STARTS.get(first.code)?.[after] !== 1) continue;
         if (b === BACKSLASH && after !== 0x75 && after !== JSON_SHORT[first.code]) continue;
       }
       // the common case: the value as written (and the whole of any other spelling in `buf`)
@@ -239,9 +275,15 @@ class Spelled implements Spelling {
       // near the end of `buf`: the general walk, which says what may be unfinished
       if (len - p < LONGEST_CHAR) break;
       if (work !== null && --work.left < 0) return UNFINISHED;
+      if (c.plain) {
+        if (buf[p] !== c.bytes[0]) return NOT_HERE;
+        p += 1;
+        continue;
+      }
       const byURL = urlSpelled(buf, p, c);
       const byJson = buf[p] === BACKSLASH ? jsonSpelled(buf, p, c) : -1;
       const byHtml = buf[p] === AMPERSAND ? htmlSpelled(buf, p, c) : -1;
+      // `%` is read three ways at a `%2525`: itself, `%25` and `%2525` (escaped twice)
       const twice = c.code === PERCENT && byURL === p + 1 && escapedByte(buf, p) === PERCENT;
       const ways = (byURL >= 0 ? 1 : 0) + (byJson >= 0 ? 1 : 0) + (byHtml >= 0 ? 1 : 0) + (twice ? 1 : 0);
       if (ways === 0) return NOT_HERE;
@@ -279,11 +321,19 @@ class Spelled implements Spelling {
           unfinished = true;
           continue;
         }
+        if (c.plain) {
+          if (buf[p] === c.bytes[0]) add(p + 1, url);
+          continue;
+        }
         if (len - p < LONGEST_CHAR && mayStart(buf[p]!, c)) unfinished = true;
         const byURL = urlSpelled(buf, p, c);
         if (byURL >= 0) add(byURL, url || byURL - p !== c.bytes.length);
-        // `%` is read two ways at a `%25`: itself (then `25` must follow in the value), or escaped
-        if (c.code === PERCENT && byURL === p + 1 && escapedByte(buf, p) === PERCENT) add(p + 3, true);
+        // `%` is read two ways at a `%25`: itself (then `25` must follow in the value), or escaped;
+        // and a third at a `%2525`: escaped twice
+        if (c.code === PERCENT && byURL === p + 1 && escapedByte(buf, p) === PERCENT) {
+          add(p + 3, true);
+          if (twiceEscapedByte(buf, p) === PERCENT) add(p + 5, true);
+        }
         const byJson = jsonSpelled(buf, p, c);
         if (byJson >= 0) add(byJson, url);
         const byHtml = htmlSpelled(buf, p, c);
@@ -311,8 +361,10 @@ function mayStart(b: number, c: Char): boolean {
 }
 
 /**
- * Where `c` ends when written at `p` as its UTF-8 bytes, each as itself or URL-escaped (`%2F`,
- * `%2f`; a space also as `+`), or -1.
+ * Where `c` ends when written at `p` as its UTF-8 bytes, each as itself or URL-escaped, once
+ * (`%2F`, `%2f`; a space also as `+`) or twice (`%252F`, as a redirect that carries a URL in its
+ * query writes it), or -1. (For the byte `%` itself, which reads several ways at one place, the
+ * first of them: the walk adds the others.)
  */
 function urlSpelled(buf: Buffer, p: number, c: Char): number {
   let q = p;
@@ -321,10 +373,19 @@ function urlSpelled(buf: Buffer, p: number, c: Char): number {
     const b = bytes[i]!;
     if (buf[q] === b) q += 1;
     else if (buf[q] === PERCENT && q + 2 < buf.length && escapedByte(buf, q) === b) q += 3;
+    else if (buf[q] === PERCENT && q + 4 < buf.length && twiceEscapedByte(buf, q) === b) q += 5;
     else if (b === 0x20 && buf[q] === PLUS) q += 1;
     else return -1;
   }
   return q;
+}
+
+/** The byte a URL escape escaped again at `q` (`%252F`: `%25` and then `2F`) stands for, or -1. */
+function twiceEscapedByte(buf: Buffer, q: number): number {
+  if (escapedByte(buf, q) !== PERCENT) return -1;
+  const high = hexDigit(buf[q + 3]!);
+  const low = hexDigit(buf[q + 4]!);
+  return high < 0 || low < 0 ? -1 : high * 16 + low;
 }
 
 /** The byte a URL escape at `q` (`%2F`, `%2f`) stands for, or -1. */
@@ -354,29 +415,14 @@ function jsonSpelled(buf: Buffer, p: number, c: Char): number {
   return q;
 }
 
-/** Where `c` ends when written at `p` as an HTML character reference (`&#47;`, `&#x2F;`, `&amp;`), or -1. */
+/**
+ * Where `c` ends when written at `p` as an HTML character reference (`&#47;`, `&#x2F;`,
+ * `&#x002f;`, `&sol;`: src/vault/htmlReferences.ts), or -1.
+ */
 function htmlSpelled(buf: Buffer, p: number, c: Char): number {
   if (buf[p] !== AMPERSAND) return -1;
-  const named = HTML_NAMED[c.code];
-  if (
-    named &&
-    buf[p + 1] === named[1] &&
-    buf.length - p >= named.length &&
-    buf.compare(named, 0, named.length, p, p + named.length) === 0
-  )
-    return p + named.length;
-  if (buf[p + 1] !== 0x23) return -1;
-  const hex = buf[p + 2] === 0x78 || buf[p + 2] === 0x58;
-  let q = p + (hex ? 3 : 2);
-  let n = 0;
-  let digits = 0;
-  for (; digits < REF_DIGITS && q < buf.length; q++, digits++) {
-    const d = hexDigit(buf[q]!);
-    if (d < 0 || (!hex && d > 9)) break;
-    n = n * (hex ? 16 : 10) + d;
-  }
-  if (digits === 0 || buf[q] !== 0x3b || n !== c.code) return -1;
-  return q + 1;
+  const ref = referenceAt(buf, p);
+  return ref !== null && ref.char === c.code ? ref.end : -1;
 }
 
 /** Base64 and hex forms shorter than this are not looked for: they would match ordinary text. */
@@ -436,6 +482,7 @@ const escapedForms: readonly [(b64: string) => string, number][] = [
 export function spellingsOf(released: Iterable<readonly [string, string]>): Spelling[] {
   const out: Spelling[] = [];
   const seen = new Set<string>();
+  const spelledForms = new Set<string>();
   const add = (from: string, to: string, needs?: number) => {
     if (seen.has(from)) return;
     seen.add(from);
@@ -451,6 +498,21 @@ export function spellingsOf(released: Iterable<readonly [string, string]>): Spel
       const f = write(from);
       if (f !== from) add(f, write(to), needs);
     }
+    // and any other mix: each of its `+`, `/`, `=` (`-`, `_`) as itself or escaped, as the
+    // characters of the value itself are (an HTML template's `&#43;` or `&plus;`, `\u002b`,
+    // `%252F` of a redirect…), its letters and digits as themselves (no encoder escapes them);
+    // looked for only in bytes that hold an escape's first byte
+    if (spelledForms.has(from) || !/[^A-Za-z0-9]/.test(from)) return;
+    spelledForms.add(from);
+    out.push(
+      new Spelled(
+        from,
+        Buffer.from(to, "latin1"),
+        Buffer.from(urlEscaped(true, /[+/=]/g)(to), "latin1"),
+        ESCAPE_STARTS,
+        /[A-Za-z0-9]/,
+      ),
+    );
   };
   for (const [scope, value] of released) {
     if (value === "") continue;
@@ -526,13 +588,15 @@ export function withoutValues(buf: Buffer, spellings: readonly Spelling[]): Buff
  */
 function usableIn(buf: Buffer, spellings: readonly Spelling[]): readonly Spelling[] {
   let some = false;
-  for (const s of spellings) if (s.needs !== undefined) some = true;
+  for (const s of spellings) if (s.needs !== undefined || s.needsOneOf !== undefined) some = true;
   if (!some) return spellings;
-  const backslash = buf.indexOf(BACKSLASH) >= 0;
-  const percent = buf.indexOf(PERCENT) >= 0;
-  if (backslash && percent) return spellings;
+  const held = new Uint8Array(256);
+  for (const b of [BACKSLASH, PERCENT, AMPERSAND]) held[b] = buf.indexOf(b) >= 0 ? 1 : 0;
+  if (held[BACKSLASH] && held[PERCENT] && held[AMPERSAND]) return spellings;
   return spellings.filter(
-    (s) => s.needs === undefined || (s.needs === BACKSLASH ? backslash : s.needs === PERCENT && percent),
+    (s) =>
+      (s.needs === undefined || held[s.needs] === 1) &&
+      (s.needsOneOf === undefined || s.needsOneOf.some((b) => held[b] === 1)),
   );
 }
 

@@ -1,0 +1,158 @@
+// The egress proxy's echo check (src/vault/egress/echo.ts) against the escapes HTML templates,
+// JSON encoders and redirects write, in any mix: each character of a released value written as
+// itself, an HTML reference (decimal or hex in either case, with or without leading zeros, or a
+// name: `&#43;`, `&#x2b;`, `&#X002B;`, `&plus;`), a JSON `\uXXXX` escape in either case, or a
+// URL escape once or twice (`%2B`, `%252b`); and each `+`, `/`, `=` (`-`, `_`) of its base64
+// (whole, or inside longer base64 at any alignment, as a Basic auth echo) so. fast-check searches
+// for a value, a spelling, text around it and cuts of the body that let the value (or the base64
+// characters it alone determines) through.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { EchoScrubber, type Spelling, spellingsOf, withoutValues } from "../../src/vault/egress/echo.js";
+import { NAMED, REF_DIGITS } from "../../src/vault/htmlReferences.js";
+
+/** One way of writing character `c` (a code point), chosen by `pick` (a number from fast-check). */
+function spellChar(c: string, pick: number): string {
+  const code = c.codePointAt(0)!;
+  const bytes = [...Buffer.from(c, "utf8")];
+  const hex = (n: number, width: number, upper: boolean) => {
+    const h = n.toString(16).padStart(width, "0");
+    return upper ? h.toUpperCase() : h;
+  };
+  // leading zeros, as many as the digits read allow (a code point takes up to 7 decimal digits)
+  const zeros = "0".repeat((pick >> 3) % (REF_DIGITS - 6));
+  const upper = (pick >> 5) % 2 === 0;
+  switch (pick % 8) {
+    case 0:
+      return c;
+    case 1:
+      return `&#${zeros}${code};`;
+    case 2:
+      return `&#${upper ? "X" : "x"}${zeros}${hex(code, 1, (pick >> 6) % 2 === 0)};`;
+    case 3: {
+      const names = NAMED.get(c);
+      return names ? `&${names[(pick >> 7) % names.length]};` : `&#x${hex(code, 4, upper)};`;
+    }
+    case 4:
+      return c.length === 2 ? c : `\\u${hex(code, 4, upper)}`;
+    case 5:
+      return bytes.map((b) => `%${hex(b, 2, upper)}`).join("");
+    case 6:
+      return bytes.map((b) => `%25${hex(b, 2, upper)}`).join("");
+    default:
+      return c;
+  }
+}
+
+/** `s` with each character written as `picks` choose, in turn. */
+function spell(s: string, picks: number[]): string {
+  return [...s].map((c, i) => spellChar(c, picks.length === 0 ? 0 : picks[i % picks.length]!)).join("");
+}
+
+/**
+ * `text` (latin1, one byte a character) with every escape spellChar writes read once: what the
+ * bytes spell. The test's own reading, not the proxy's.
+ */
+function decoded(text: string): string {
+  const names = new Map([...NAMED].flatMap(([c, ns]) => ns.map((n) => [n, c] as const)));
+  const utf8 = (s: string) => Buffer.from(s, "utf8").toString("latin1");
+  return text.replace(
+    /&#[xX]([0-9a-fA-F]{1,10});|&#([0-9]{1,10});|&([A-Za-z]+);|\\u([0-9a-fA-F]{4})|%25([0-9a-fA-F]{2})|%([0-9a-fA-F]{2})/g,
+    (m, h, d, name, u, twice, once) => {
+      if (h !== undefined) return utf8(String.fromCodePoint(Number.parseInt(h, 16)));
+      if (d !== undefined) return utf8(String.fromCodePoint(Number.parseInt(d, 10)));
+      if (name !== undefined) return names.has(name) ? names.get(name)! : m;
+      if (u !== undefined) return utf8(String.fromCharCode(Number.parseInt(u, 16)));
+      return String.fromCharCode(Number.parseInt(twice ?? once, 16));
+    },
+  );
+}
+
+/** `body` through one scrubber, cut at `cuts`. */
+function streamed(body: Buffer, cuts: number[], s: readonly Spelling[]): Buffer {
+  const scrubber = new EchoScrubber(s);
+  const out: Buffer[] = [];
+  let at = 0;
+  for (const c of [...new Set(cuts.map((c) => c % (body.length + 1)))].sort((a, b) => a - b)) {
+    out.push(scrubber.push(body.subarray(at, c)));
+    at = c;
+  }
+  out.push(scrubber.push(body.subarray(at)), scrubber.end());
+  return Buffer.concat(out);
+}
+
+/** The base64 characters that `bytes` alone determine at byte offset `offset` of longer data. */
+function determined(bytes: Buffer, offset: number): string {
+  const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString("base64");
+  return encoded.slice(Math.ceil((8 * offset) / 6), Math.floor((8 * (offset + bytes.length)) / 6));
+}
+
+// text around the value: characters that start escapes, and ends of them, so that a spelling can
+// run into its neighbours
+const around = fc
+  .array(fc.constantFrom(" ", "\n", "<p>", "&", "&amp;", "#", ";", "%", "%25", "\\", "\\u00", "x"), {
+    maxLength: 6,
+  })
+  .map((a) => a.join(""));
+const picks = fc.array(fc.nat(), { minLength: 1, maxLength: 12 });
+const cuts = fc.array(fc.nat(), { maxLength: 6 });
+
+describe("a released value echoed with HTML references, `\\u` escapes and URL escapes once or twice, any mix", () => {
+  it("property: the value itself, any of its characters so written: none reaches the client", () => {
+    fc.assert(
+      fc.property(
+        fc.string({ unit: "binary", minLength: 4, maxLength: 24 }),
+        picks,
+        around,
+        around,
+        cuts,
+        (value, p, before, after, at) => {
+          const s = spellingsOf([["api", value]]);
+          const written = spell(value, p);
+          const body = Buffer.from(`${before}${written}${after}`, "utf8");
+          const out = streamed(body, at, s);
+          expect(out.equals(withoutValues(body, s))).toBe(true);
+          const shown = out.toString("latin1");
+          expect(shown).not.toContain(Buffer.from(written, "utf8").toString("latin1"));
+          const value8 = Buffer.from(value, "utf8").toString("latin1");
+          for (const piece of shown.split(/portcullis-placeholder(?::|%3A)api/))
+            expect(decoded(piece)).not.toContain(value8);
+        },
+      ),
+      { numRuns: 600 },
+    );
+  });
+
+  it("property: its base64, whole or inside longer base64 at any alignment, its `+`, `/`, `=` so written", () => {
+    fc.assert(
+      fc.property(
+        fc.string({ unit: "binary", minLength: 7, maxLength: 30 }),
+        fc.string({ maxLength: 5 }),
+        fc.boolean(),
+        picks,
+        around,
+        cuts,
+        (value, prefix, urlSafe, p, before, at) => {
+          const s = spellingsOf([["api", value]]);
+          const bytes = Buffer.from(value, "utf8");
+          const data = Buffer.concat([Buffer.from(prefix, "utf8"), bytes]);
+          let b64 = data.toString("base64");
+          if (urlSafe) b64 = b64.replaceAll("+", "-").replaceAll("/", "_");
+          // (its letters and digits as themselves: no encoder escapes those, and the proxy
+          // finds an occurrence from where they are)
+          const written = [...b64]
+            .map((c, i) => (/[A-Za-z0-9]/.test(c) ? c : spellChar(c, p[i % p.length]!)))
+            .join("");
+          const body = Buffer.from(`${before}${written}${before}`, "latin1");
+          const out = streamed(body, at, s);
+          expect(out.equals(withoutValues(body, s))).toBe(true);
+          let fragment = determined(bytes, Buffer.byteLength(prefix) % 3);
+          if (urlSafe) fragment = fragment.replaceAll("+", "-").replaceAll("/", "_");
+          // (fragments under 8 characters are not looked for: they would match ordinary text)
+          if (fragment.length >= 8) expect(decoded(out.toString("latin1"))).not.toContain(fragment);
+        },
+      ),
+      { numRuns: 600 },
+    );
+  });
+});
