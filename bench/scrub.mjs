@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { join, resolve } from "node:path";
 // The scrubber on the relay's hot path (src/vault/scrub.ts): scrubLine of a typical 2 KB server
-// answer (a tools/call result, no released value in it, and one with a value echoed once) with
+// answer (a tools/call result, no released value in it, and one with a value echoed once; with a
+// `%`, a `\u00e9`, an `&amp;`, and a value with a character written as an HTML reference) with
 // three 40-character values released, and the same with one 4 KiB value released; µs per line,
 // median and minimum of rounds (the minimum moves least with the machine's load). `--dist DIR`
 // measures another build; `--base DIR` measures another build beside this one in the same process,
@@ -57,6 +58,12 @@ measure("3 × 40-char values, 2 KB line, no value", three, body(""));
 measure("3 × 40-char values, 2 KB line, one value", three, body(` ${key(2)}`));
 measure("3 × 40-char values, 2 KB line with %, no value", three, body(" 100%25 done"));
 measure("3 × 40-char values, 2 KB line with \\u00e9", three, body(" caf\u00e9").replace("\u00e9", "\\u00e9"));
+measure("3 × 40-char values, 2 KB line with &amp;, no value", three, body(" fish &amp; chips"));
+measure(
+  "3 × 40-char values, 2 KB line, one value with &#45;",
+  three,
+  body(` ${key(2).replace("-", "&#45;")}`),
+);
 const big = new ReleasedValues();
 let long = "";
 while (long.length < 4096) long += key(long.length % 9);

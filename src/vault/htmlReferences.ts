@@ -89,17 +89,16 @@ export function referenceAt(s: string | Uint8Array, at: number): { char: number;
     if (digits === 0 || unitAt(s, q) !== 0x3b || n > 0x10ffff) return null;
     return { char: n, end: q + 1 };
   }
-  let name = "";
-  for (let q = at + 1; q <= at + 1 + LONGEST_NAME; q++) {
+  // the name's letters up to its `;`, read into a string only when the `;` is there
+  let q = at + 1;
+  for (; q <= at + LONGEST_NAME; q++) {
     const c = unitAt(s, q);
-    if (c === 0x3b) {
-      const char = NAMED_CHAR.get(name);
-      return char === undefined ? null : { char: char.charCodeAt(0), end: q + 1 };
-    }
-    if (!((c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a))) return null;
-    name += String.fromCharCode(c);
+    if (!((c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a))) break;
   }
-  return null;
+  if (q === at + 1 || unitAt(s, q) !== 0x3b) return null;
+  const name = typeof s === "string" ? s.slice(at + 1, q) : String.fromCharCode(...s.subarray(at + 1, q));
+  const char = NAMED_CHAR.get(name);
+  return char === undefined ? null : { char: char.charCodeAt(0), end: q + 1 };
 }
 
 /** The code unit (or byte) at `i`, -1 past the end. */

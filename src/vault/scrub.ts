@@ -23,6 +23,13 @@
  *   - the hex of V's UTF-8 bytes, lower- and upper-case.
  * * And any other JSON spelling of a form (`\u0053` for "S", in either hex case, any mix): the
  * text's escapes are read (src/vault/jsonSpelling.ts), twice, and what they spell is searched.
+ * * And any spelling of a form with HTML character references (`&#43;` as Go's html/template
+ * writes "+", `&#x2b;`, `&plus;`) or URL escapes escaped again (`%252F`, as a redirect writes a
+ * URL carried in a query): the text's references and `%25` are read once
+ * (src/vault/referenceSpelling.ts), as written and after each reading of its JSON escapes, and
+ * what they spell is searched (so `%252F` is searched as `%2F`, a percent spelling). A text is
+ * read so only if it holds a complete reference or a `%25`, and searched whole only if a form
+ * occurs around what was read.
  *
  * How they are searched: the forms of a value of up to LONG_VALUE characters by one regex
  * alternation, and its percent spellings by a regex of its own; a longer value (up to the vault's
@@ -48,6 +55,7 @@ import {
 } from "./jsonSpelling.js";
 import { type Found, LONG_VALUE, LongValue, WrittenForm } from "./longValues.js";
 import { escapeRegExp, percentPattern } from "./percentSpelling.js";
+import { mayHoldReferences, readReferences, throughSource } from "./referenceSpelling.js";
 
 const MIN_FRAGMENT = 8;
 
@@ -85,6 +93,16 @@ interface Span {
   start: number;
   end: number;
   scope: string;
+}
+
+/**
+ * The code units every set of released values' forms may hold whatever the values: those of
+ * percent spellings (`%`, hex digits in either case, `+` for a space) and of hex forms.
+ */
+function initialFormChars(): Uint8Array {
+  const chars = new Uint8Array(0x10000);
+  for (const c of "%+0123456789abcdefABCDEF") chars[c.charCodeAt(0)] = 1;
+  return chars;
 }
 
 /** The marker that replaces a value: JSON-safe whatever the scope name it is given. */
@@ -130,6 +148,11 @@ export class ReleasedValues {
   /** the length of the longest form */
   private longest = 0;
   /**
+   * 1 for each UTF-16 code unit some form or percent spelling holds: a text's HTML references to
+   * any other character are not read (src/vault/referenceSpelling.ts)
+   */
+  private readonly formChars = initialFormChars();
+  /**
    * Every marker this set writes (each scope's, and the one of a match whose scope is not known):
    * text already scrubbed is scrubbed again around them (aroundMarkers), never inside one.
    */
@@ -151,6 +174,8 @@ export class ReleasedValues {
     this.caseless = null;
     this.pieceIndex = null;
     const listed = listedForms(value);
+    for (const f of [value, ...listed])
+      for (let i = 0; i < f.length; i++) this.formChars[f.charCodeAt(i)] = 1;
     const source = listed.reduce((n, f) => n + f.length, 0);
     const encoded = value.length <= LONG_VALUE ? percentPattern(value) : null;
     if (encoded === null || this.regexSource + source + encoded.source.length > REGEX_SOURCE_BUDGET) {
@@ -223,7 +248,7 @@ export class ReleasedValues {
    */
   cutter(text: string, pieces = false): (at: number) => number {
     if (this.values.size === 0) return (at) => at;
-    if (!text.includes("\\") && !this.mayHoldUnlisted(text)) {
+    if (!text.includes("\\") && !this.mayHoldUnlisted(text) && !this.referencesSpell(text)) {
       // the regex's matches, overlapping ones joined, and the markers already in the text (a cut
       // inside one would leave parts that scrubbing no longer knows for a marker): in order and
       // apart, so at most one is across a cut
@@ -309,7 +334,7 @@ export class ReleasedValues {
   /** Where forms occur in `text` as written and as its escapes spell them (scrubText), joined. */
   private readonly textSpans = (text: string): Span[] =>
     // no escape: the text spells nothing but itself
-    !text.includes("\\") && !this.mayHoldUnlisted(text)
+    !text.includes("\\") && !this.mayHoldUnlisted(text) && !this.referencesSpell(text)
       ? this.listedSpans(text)
       : this.spansOf(text, [[0, text.length]]);
 
@@ -363,6 +388,8 @@ export class ReleasedValues {
    * stretches as narrow as text without; only text dense with them gets longestForm's.
    */
   private settleReach(out: string): number {
+    // a form spelled with HTML references takes up to 18 characters for each of its own
+    if (mayHoldReferences(out, this.formChars)) return this.longestForm();
     if (!out.includes("\\")) return this.longest;
     const wide = this.longestForm();
     const base = this.longest + SPELLING_STRETCH;
@@ -644,7 +671,7 @@ export class ReleasedValues {
   private spansOf(text: string, stretches: [number, number][]): Span[] {
     const re = this.regex();
     const found: Span[] = [];
-    const search = (t: string, source: ArrayLike<number> | null, offset: number) => {
+    const search = (t: string, source: ArrayLike<number> | null, offset: number, references = true) => {
       // every match, overlapping ones too (eachMatch): `{{%7b` is `{{` and then `{%7b`
       const place = (at: number, end: number, scope: string) =>
         found.push(
@@ -668,13 +695,25 @@ export class ReleasedValues {
         if (percent) l.percentOccurrences(t, at);
         for (const f of at) place(f.start, f.end, l.scope);
       }
+      // and what its HTML references and twice-escaped URL escapes spell (`&#43;`, `&plus;`,
+      // `%252F`: src/vault/referenceSpelling.ts), read once
+      // (searched whole, with places, only where a form occurs around what was read: most text
+      // with a `&` holds none)
+      if (references && mayHoldReferences(t, this.formChars)) {
+        const r = readReferences(t);
+        if (this.occursAround(r.text, r.escaped))
+          search(r.text, source ? throughSource(r.source, source) : r.source, offset, false);
+      }
     };
     search(text, null, 0);
     for (const [from, to] of stretches) {
       const part = text.slice(from, to);
       const once = decodedText(part);
       const twice = decodedText(once);
-      if ((once !== part && this.occursIn(once)) || (twice !== once && this.occursIn(twice))) {
+      if (
+        (once !== part && this.occursInReadings(once)) ||
+        (twice !== once && this.occursInReadings(twice))
+      ) {
         const d1 = decodeEscapes(part);
         search(d1.text, d1.source, from);
         const d2 = decodeAgain(d1);
@@ -720,11 +759,23 @@ export class ReleasedValues {
     re.lastIndex = 0;
     // a line whose escapes are all JSON.stringify's spells each form as the regex has it
     const odd = mayEscapeOddly(jsonLine);
-    if (!re.test(jsonLine) && !odd && !this.mayHoldUnlisted(jsonLine)) return jsonLine;
-    const found = this.aroundMarkers(
-      jsonLine,
-      this.spansOf(jsonLine, odd ? this.oddStretches(jsonLine) : []),
-    );
+    if (
+      !re.test(jsonLine) &&
+      !odd &&
+      !this.mayHoldUnlisted(jsonLine) &&
+      !this.referencesSpellInJson(jsonLine)
+    )
+      return jsonLine;
+    // a line with HTML references (or `%25XX`) is read whole, its JSON escapes too: a reference
+    // spells a character that JSON.stringify escapes (`&#34;` for `"`) beside one it wrote as
+    // JSON does (`\\`), so neither reading alone holds a form
+    const references = mayHoldReferences(jsonLine, this.formChars);
+    const stretches: [number, number][] = references
+      ? [[0, jsonLine.length]]
+      : odd
+        ? this.oddStretches(jsonLine)
+        : [];
+    const found = this.aroundMarkers(jsonLine, this.spansOf(jsonLine, stretches));
     if (found.length === 0) return jsonLine;
     let original: unknown;
     try {
@@ -866,6 +917,54 @@ export class ReleasedValues {
     for (const l of this.long) if (l.writtenIn(text)) return true;
     for (const h of this.hex.keys()) if (text.includes(h)) return true;
     return false;
+  }
+
+  /** occursIn `text`, or in what its references and `%25` escapes spell (src/vault/referenceSpelling.ts). */
+  private occursInReadings(text: string): boolean {
+    return this.occursIn(text) || this.referencesSpell(text);
+  }
+
+  /** referencesSpell of a JSON line, as written and with its escapes read once and twice. */
+  private referencesSpellInJson(line: string): boolean {
+    if (!mayHoldReferences(line, this.formChars)) return false;
+    if (this.referencesSpell(line)) return true;
+    if (!line.includes("\\")) return false;
+    const once = decodedText(line);
+    return this.referencesSpell(once) || (once.includes("\\") && this.referencesSpell(decodedText(once)));
+  }
+
+  /**
+   * Whether what the HTML references and `%25` escapes of `text` spell, read once, holds a form
+   * (src/vault/referenceSpelling.ts): a text with none is not read (most text with a `&` holds
+   * none), and one whose reading holds no form is searched as before.
+   */
+  private referencesSpell(text: string): boolean {
+    if (!mayHoldReferences(text, this.formChars)) return false;
+    const { text: read, escaped } = readReferences(text, false);
+    return this.occursAround(read, escaped);
+  }
+
+  /**
+   * Whether a form occurs in `read` (text with its references read) that takes a character read
+   * from an escape (`escaped`: where they are, in order). One that takes none is in the text as
+   * written, which is searched anyway: so only around those characters is `read` searched, as
+   * far as a form reaches (a 2 KB line with one `&amp;` is not searched again whole).
+   */
+  private occursAround(read: string, escaped: readonly number[]): boolean {
+    const reach = this.longest;
+    let from = -1;
+    let to = -1;
+    for (const i of escaped) {
+      // (a character read from an escape takes at most 2 code units)
+      if (from !== -1 && i - reach <= to) {
+        to = i + 2 + reach;
+        continue;
+      }
+      if (from !== -1 && this.occursIn(read.slice(from, to))) return true;
+      from = Math.max(0, i - reach);
+      to = i + 2 + reach;
+    }
+    return from !== -1 && this.occursIn(read.slice(from, to));
   }
 
   /** Whether some form, or percent-encoding, of some value occurs in `text`. */

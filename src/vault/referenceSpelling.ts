@@ -1,0 +1,114 @@
+/**
+ * HTML character references and URL escapes escaped again, read back, with where each character
+ * came from (as src/vault/jsonSpelling.ts reads JSON escapes). An HTML template writes a
+ * character as a reference (`&#43;`, `&#x2B;`, `&plus;`: src/vault/htmlReferences.ts); a URL
+ * carried in another URL's query is escaped twice (`%252F`: its `%` written `%25`). Scrubbing
+ * (src/vault/scrub.ts) searches the text these spell as it searches the text itself: a value with
+ * a character written as a reference is the value, and `%252F` read once is `%2F`, which the
+ * search of percent spellings reads as `/`.
+ *
+ * Read: each complete reference, as the character it stands for; each `%25` before two hex
+ * digits (a URL escape escaped again: `%252F`, and `%2525` for `%`) as `%`. Once: a reference
+ * written with references (`&amp;#43;`) or a URL escape escaped three times (`%25252F`) reads as
+ * one still escaped, and is not read again. One pass over the text.
+ */
+
+import { referenceAt } from "./htmlReferences.js";
+import type { Decoded } from "./jsonSpelling.js";
+
+/**
+ * Whether `text` holds a URL escape escaped again, or a reference to a character that `wanted`
+ * marks (by UTF-16 code unit; the first of a surrogate pair): only then is it read
+ * (readReferences). A form holds only characters of its own, so a reference to any other (an
+ * HTML page's `&amp;`, `&lt;`, `&#169;` beside values without those) can be in none, and a text
+ * whose references are all such is not read.
+ */
+export function mayHoldReferences(text: string, wanted: Uint8Array): boolean {
+  for (let p = text.indexOf("%25"); p !== -1; p = text.indexOf("%25", p + 1))
+    if (twiceEscapedAt(text, p)) return true;
+  for (let at = text.indexOf("&"); at !== -1; at = text.indexOf("&", at + 1)) {
+    // (most `&` of a URL's query are followed by neither `#` nor a name's two letters: `&y=2`)
+    const next = text.charCodeAt(at + 1);
+    if (next !== 0x23 && !(isLetter(next) && isLetter(text.charCodeAt(at + 2)))) continue;
+    const ref = referenceAt(text, at);
+    if (ref !== null && wanted[ref.char > 0xffff ? 0xd800 + ((ref.char - 0x10000) >> 10) : ref.char] === 1)
+      return true;
+  }
+  return false;
+}
+
+/** Whether the `%25` at `p` is followed by two hex digits (a URL escape escaped again). */
+function twiceEscapedAt(text: string, p: number): boolean {
+  return isHex(text.charCodeAt(p + 3)) && isHex(text.charCodeAt(p + 4));
+}
+
+function isLetter(c: number): boolean {
+  return (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
+}
+
+function isHex(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
+}
+
+/**
+ * `input` with every reference and every `%25` read, and where each character came from (with
+ * `places`; otherwise `source` is left empty); and (`escaped`) where in the text read each
+ * character read from an escape is, in order.
+ */
+export function readReferences(input: string, places = true): Decoded & { escaped: number[] } {
+  const parts: string[] = [];
+  const escaped: number[] = [];
+  // (what is read is never longer than what was written)
+  const source = new Int32Array(places ? input.length + 1 : 0);
+  let n = 0; // characters read so far
+  let from = 0; // the start of the plain run not yet copied
+  let at = input.indexOf("&");
+  let p = input.indexOf("%25");
+  while (at !== -1 || p !== -1) {
+    // the escape read next: a reference at `at`, or a `%25` at `p`
+    let start: number;
+    let char: string;
+    let end: number;
+    if (p === -1 || (at !== -1 && at < p)) {
+      const ref = referenceAt(input, at);
+      if (ref === null) {
+        at = input.indexOf("&", at + 1);
+        continue;
+      }
+      start = at;
+      char = String.fromCodePoint(ref.char);
+      end = ref.end;
+    } else {
+      if (!twiceEscapedAt(input, p)) {
+        p = input.indexOf("%25", p + 1);
+        continue;
+      }
+      start = p;
+      char = "%";
+      end = p + 3;
+    }
+    parts.push(input.slice(from, start), char);
+    if (places) {
+      for (let k = from; k < start; k++) source[n++] = k;
+      for (let k = 0; k < char.length; k++) source[n + k] = start;
+    } else n += start - from;
+    escaped.push(n);
+    n += char.length;
+    from = end;
+    // the next of each after what was read (a `%25` inside a reference is the reference's)
+    if (at !== -1 && at < from) at = input.indexOf("&", from);
+    if (p !== -1 && p < from) p = input.indexOf("%25", from);
+  }
+  parts.push(input.slice(from));
+  if (!places) return { text: parts.join(""), source, escaped };
+  for (let k = from; k < input.length; k++) source[n++] = k;
+  source[n] = input.length;
+  return { text: parts.join(""), source: source.subarray(0, n + 1), escaped };
+}
+
+/** `inner` (places in a text read from another) mapped through `outer` (places in that other). */
+export function throughSource(inner: Int32Array, outer: ArrayLike<number>): Int32Array {
+  const out = new Int32Array(inner.length);
+  for (let i = 0; i < inner.length; i++) out[i] = outer[inner[i]!]!;
+  return out;
+}
