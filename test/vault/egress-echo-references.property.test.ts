@@ -156,3 +156,19 @@ describe("a released value echoed with HTML references, `\\u` escapes and URL es
     );
   });
 });
+
+describe("a base64 form that starts with a character that may be escaped", () => {
+  it("`?…` after two bytes: its own base64 starts with `/`, written `&#47;`, `%252F` or `\\u002f`, cut anywhere", () => {
+    const value = "?secret-token-1234>>";
+    const s = spellingsOf([["api", value]]);
+    const own = determined(Buffer.from(value), 2);
+    expect(own[0]).toBe("/");
+    const b64 = Buffer.from(`ab${value}`).toString("base64");
+    for (const slash of ["&#47;", "&sol;", "%252F", "\\u002f", "&#x00002f;"]) {
+      const body = Buffer.from(`x ${b64.replaceAll("/", slash).replaceAll("+", "&#43;")} y`, "latin1");
+      const whole = withoutValues(body, s);
+      expect(decoded(whole.toString("latin1")), slash).not.toContain(own);
+      for (let cut = 0; cut <= body.length; cut++) expect(streamed(body, [cut], s).equals(whole)).toBe(true);
+    }
+  });
+});

@@ -159,6 +159,11 @@ class Spelled implements Spelling {
   private readonly unambiguous: boolean;
   /** the bytes of its first characters that are only ever themselves (plain), when it starts with one */
   private readonly plainStart: Buffer | null;
+  /**
+   * when it starts with characters that may be escaped and has plain ones after them: the bytes
+   * of those plain ones (written as they are in every occurrence), and how many come before
+   */
+  private readonly anchor: { bytes: Buffer; after: number } | null;
 
   /**
    * `value` spelled any way, replaced by `plain`, or by `encoded` where a URL escape was read;
@@ -186,7 +191,14 @@ class Spelled implements Spelling {
     this.longest = LONGEST_CHAR * this.chars.length;
     let n = 0;
     while (n < this.chars.length && this.chars[n]!.plain) n++;
-    this.plainStart = n > 0 ? Buffer.from([...value].slice(0, n).join(""), "utf8") : null;
+    const chars = [...value];
+    this.plainStart = n > 0 ? Buffer.from(chars.slice(0, n).join(""), "utf8") : null;
+    let k = n;
+    if (plainChars !== undefined && n === 0) while (k < this.chars.length && !this.chars[k]!.plain) k++;
+    let e = k;
+    while (e < this.chars.length && this.chars[e]!.plain) e++;
+    this.anchor =
+      n === 0 && e > k ? { bytes: Buffer.from(chars.slice(k, e).join(""), "utf8"), after: k } : null;
     const first = this.chars[0]!;
     const starts = first.plain
       ? [first.bytes[0]!]
@@ -208,6 +220,7 @@ class Spelled implements Spelling {
       }
       return null;
     }
+    if (this.anchor !== null) return this.anchored(buf, from, before, this.anchor);
     // a scan with a table of the starting bytes: text full of `&`, `%` or `\\` (URLs, escaped
     // JSON) made one indexOf per place tried, a call into C++ each, cost more than this loop
     const starts = this.startTable;
@@ -235,6 +248,39 @@ class Spelled implements Spelling {
         return { at, end: at + this.raw.length, to: this.plain };
       const m = this.walk(buf, at, null).match;
       if (m) return m;
+    }
+    return null;
+  }
+
+  /**
+   * first() of a value that starts with `anchor.after` characters that may be escaped and then
+   * the plain `anchor.bytes`: an occurrence starts at most LONGEST_CHAR bytes a character before
+   * where those bytes are, and at least one, so only those places are tried, each once and in
+   * order (the places before one anchor's were tried with the anchors before it), where an
+   * occurrence may start. Without it, a base64 form that starts with `+` or `/` was looked for
+   * from every `&`, `%` and `\\` of an HTML page (3.6 times the time of the whole check).
+   */
+  private anchored(
+    buf: Buffer,
+    from: number,
+    before: number,
+    anchor: { bytes: Buffer; after: number },
+  ): Match | null {
+    const end = Math.min(before, buf.length);
+    const starts = this.startTable;
+    let tried = from; // every place before it was tried
+    for (
+      let q = buf.indexOf(anchor.bytes, from + anchor.after);
+      q >= 0 && tried < end;
+      q = buf.indexOf(anchor.bytes, q + 1)
+    ) {
+      const last = Math.min(q - anchor.after, end - 1);
+      for (let at = Math.max(tried, q - LONGEST_CHAR * anchor.after); at <= last; at++) {
+        if (starts[buf[at]!] === 0) continue;
+        const m = this.walk(buf, at, null).match;
+        if (m) return m;
+      }
+      tried = Math.max(tried, last + 1);
     }
     return null;
   }
