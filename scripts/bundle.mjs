@@ -19,10 +19,11 @@
 //
 // Why: a gateway's start loaded 132 modules one by one, and node's ESM loader pays for each
 // (resolve, read, link); bundled, `run` loaded 38 files and a warm start was 20–30 ms shorter
-// (docs/performance.md, "Startup, eighth pass"), and from one CommonJS file it is shorter again
-// (session nineteen), as is every other command (session thirty). Everything sits in dist/cli, so every path the code computes from its own
-// location (`./main.js`, `../../package.json`, `./preload.js`) means the same from a chunk or
-// from gateway.cjs as from the module it came from.
+// (docs/performance-history.md, "Startup, eighth pass"), and from one CommonJS file it is shorter
+// again ("Session nineteen"), as is every other command ("Session thirty"). Everything sits in
+// dist/cli, so every path the code computes from its own location (`./main.js`,
+// `../../package.json`, `./preload.js`) means the same from a chunk or from gateway.cjs as from the
+// module it came from.
 //
 //   node scripts/bundle.mjs        (run by `npm run build`, after tsc)
 import { spawnSync } from "node:child_process";
@@ -113,11 +114,11 @@ await build({
 // modules of the other commands left out. Node's ES module loader resolves, reads and links each
 // module of the bundle above apart; a CommonJS file is read and compiled once, and the parts a
 // command loads only when asked stay functions that run when first required, as esbuild wraps
-// lazily imported modules. Measured (docs/performance.md, sessions nineteen and thirty): about
-// 50 ms less CPU to a gateway's first list, 50–70 ms less for a short command (`status --json`
-// 180 → 125 ms). One file per command, not one for all: the whole file is parsed at every start,
-// and a short command would pay for the gateway's. Packages stay outside but for the
-// ES-module-only ones, which `require` cannot load: their files are bundled in, as the lockfile
+// lazily imported modules. Measured (docs/performance-history.md, "Session nineteen" and "Session
+// thirty"): about 50 ms less CPU to a gateway's first list, 50–70 ms less for a short command
+// (`status --json` 180 → 125 ms). One file per command, not one for all: the whole file is parsed
+// at every start, and a short command would pay for the gateway's. Packages stay outside but for
+// the ES-module-only ones, which `require` cannot load: their files are bundled in, as the lockfile
 // installed them. The demo stays in the ES module bundle: it resolves the SDK's ES module files
 // for the project it writes (`import.meta.resolve`), which CommonJS cannot ask for.
 const ES_MODULE_ONLY = new Set(["canonicalize"]);
@@ -195,7 +196,8 @@ await Promise.all([
 // Every .cjs file in ASCII where it can be, so that main.js reads it as Latin-1 (see there): node's
 // own reader decodes a CommonJS file as UTF-8, which took 15-20 ms of CPU for gateway.cjs
 // (1.2 MB) against 3 ms for the same bytes as Latin-1, and hands V8 a two-byte string when one
-// character is not ASCII, which compiles slower too (docs/performance.md, session thirty).
+// character is not ASCII, which compiles slower too (docs/performance-history.md,
+// "Session thirty").
 // esbuild writes strings, regular expressions and names in ASCII (its `charset` default escapes
 // the rest) but for template literals, and leaves comments as they are: a comment's other
 // characters become `?`, one per UTF-16 unit so that the source map's columns hold. Checked,
@@ -228,8 +230,8 @@ for (const f of readdirSync(OUT).filter((n) => n.endsWith(".cjs"))) {
 // its own file and ajv's, loaded under the V8 flag the gateway runs with (GATEWAY_V8_FLAGS, from
 // src/cli/gatewayFlags.ts: set by main.cjs before it loads gateway.cjs, and by main.ts for the
 // demo's gateways).
-// Measured (docs/performance.md, session thirty-one): 35-45 ms less CPU to a gateway's first
-// answered call. The short commands' files gain nothing measurable from one and have none. A
+// Measured (docs/performance-history.md, "Session thirty-one"): 35-45 ms less CPU to a gateway's
+// first answered call. The short commands' files gain nothing measurable from one and have none. A
 // cache lives only beside the file it was made from, where the code itself lives: it is code
 // the gateway runs, so never in a directory other processes of the user write for it (the
 // cache directory, a state directory).
@@ -248,10 +250,10 @@ if (cached.status !== 0) throw new Error("scripts/codeCache.cjs failed: see abov
 
 // The `bin`, main.cjs: each command goes to its file, anything else to usage.cjs. CommonJS, since
 // node starts an ES module entry through its ES module loader, 15-30 ms of CPU more per process
-// (docs/performance.md, session thirty-one): every command, every gateway a host starts. Every part
-// of the command line spawns itself by it, and `wrap` writes it into a host's configuration.
-// main.js, the entry of earlier builds, which hosts configured before it may still name, stays:
-// an ES module that loads main.cjs.
+// (docs/performance-history.md, "Session thirty-one"): every command, every gateway a host starts.
+// Every part of the command line spawns itself by it, and `wrap` writes it into a host's
+// configuration. main.js, the entry of earlier builds, which hosts configured before it may still
+// name, stays: an ES module that loads main.cjs.
 const served = Object.fromEntries(
   Object.values(FILES).flatMap(({ file, commands }) => commands.map((c) => [c, file])),
 );

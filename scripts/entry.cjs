@@ -16,8 +16,8 @@ const GATEWAY_V8_FLAGS = "";
 
 // The command's file, read as Latin-1 when it is ASCII, as the build writes it: node reads a
 // CommonJS file through a UTF-8 decoder that took 15-20 ms of CPU for gateway.cjs, against 3 for
-// Latin-1, and V8 compiles the one-byte string faster (docs/performance.md, session thirty). Only
-// this directory's files; any other, or one not ASCII, as node reads it.
+// Latin-1, and V8 compiles the one-byte string faster (docs/performance-history.md, "Session
+// thirty"). Only this directory's files; any other, or one not ASCII, as node reads it.
 const HERE = __dirname;
 const asJs = Module._extensions[".js"];
 Module._extensions[".cjs"] = function readCommandFile(module, filename) {

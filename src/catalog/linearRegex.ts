@@ -55,7 +55,8 @@ const MAX_CODE_POINT = 0x10ffff;
 const MAX_REPEAT = 1000;
 /**
  * The longest rewritten pattern compiled (each `\S` or `.` spells out to about 100 characters of
- * ranges): compile time grows with it. docs/performance.md has the measurement.
+ * ranges): compile time grows with it. docs/performance-history.md ("Patterns: which linear-time
+ * engine") has the measurement.
  */
 export const MAX_TRANSLATED_CHARS = 64 * 1024;
 
@@ -400,7 +401,8 @@ export function translatePattern(
 
 /**
  * What one tool's patterns may cost in all, in rewritten characters plus PATTERN_OVERHEAD each:
- * compiling that much stays near 100 ms (docs/performance.md). Charged once for each distinct
+ * compiling that much stays near 100 ms (docs/performance-history.md, "Patterns: which
+ * linear-time engine"). Charged once for each distinct
  * pattern of the tool, even one compiled before for another tool, so whether a tool is refused
  * never depends on what other tools were compiled earlier; the same pattern used again in the same
  * tool (one `^[\p{L}\p{N} _-]+$` on twenty fields) is compiled once and charged once.
@@ -411,7 +413,8 @@ const PATTERN_OVERHEAD = 512;
 /**
  * Charged once a tool for each Unicode property its patterns name (`\p{L}` and `\P{L}` are one):
  * spelling a property out from JavaScript's tables the first time takes 2 to 13 ms (the first of a
- * process, which builds the strings it walks, about 80; docs/performance.md), so a tool names
+ * process, which builds the strings it walks, about 80; docs/performance-history.md, "Patterns:
+ * which linear-time engine"), so a tool names
  * fewer than 16. Its ranges count on top, as rewritten text.
  */
 export const PROPERTY_COST = 16 * 1024;

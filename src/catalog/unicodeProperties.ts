@@ -9,8 +9,8 @@
  * reports where the property starts and stops: a search for the next code point inside it, then
  * for the next one outside it, so each step skips a whole run. The astral planes are walked one
  * plane at a time with the property intersected with that plane (the `v` flag's `&&`): V8's
- * matcher for a large astral class is slow, for one plane's share of it fast. docs/performance.md
- * ("Patterns: which linear-time engine") has the measurements.
+ * matcher for a large astral class is slow, for one plane's share of it fast.
+ * docs/performance-history.md ("Patterns: which linear-time engine") has the measurements.
  */
 
 import { Buffer } from "node:buffer";

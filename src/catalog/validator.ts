@@ -46,7 +46,8 @@ let warming: NodeJS.Timeout | null = null;
 /**
  * How long after the first catalog the warm-up waits: the client's own tools/list usually arrives
  * just after the gateway's catalog fetch, and a synchronous 20 ms load in between delayed its
- * answer (server-everything, measured in docs/performance.md). A call sooner than this loads ajv
+ * answer (server-everything, measured in docs/performance-history.md, "Startup and memory, third
+ * pass"). A call sooner than this loads ajv
  * itself, as it would without a warm-up.
  */
 const WARM_AFTER_MS = 250;
@@ -78,7 +79,8 @@ function dialectOf(schema: unknown): Dialect | { unsupported: string } {
  * "::" repeated (4,096 characters: 28 ms; 8,192: 60 ms). A URL longer than MAX_URL_CHARS fails
  * the format, and the `url` strings of one call are checked up to URL_CHARS_PER_CALL characters
  * in all (past that they fail too), so a call's format checks stay within about 60 ms.
- * docs/performance.md has the measurements. The other formats were measured linear.
+ * docs/performance-history.md ("Formats") has the measurements. The other formats were measured
+ * linear.
  */
 export const MAX_URL_CHARS = 2048;
 export const URL_CHARS_PER_CALL = 64 * 1024;
@@ -324,9 +326,9 @@ function unescapeSegment(segment: string): string {
  * of the schema counts one) and in bytes (about the size of its JSON text). ajv's compile is
  * synchronous, on the gateway's one event loop: a tool of 40,000 properties took 8.6 s, during
  * which nothing else ran. At 2,000 nodes compiling took 28 to 100 ms on the development machine,
- * whatever the shape (docs/performance.md, "Input schema size"); bytes cost little to compile
- * (descriptions are not compiled), so their limit is wide. A tool over either limit has its calls
- * refused. The values of `enum`, `const`, `default` and `examples` are data, not schema: ajv
+ * whatever the shape (docs/performance-history.md, "Input schema size"); bytes cost little to
+ * compile (descriptions are not compiled), so their limit is wide. A tool over either limit has its
+ * calls refused. The values of `enum`, `const`, `default` and `examples` are data, not schema: ajv
  * compiles an enum of 50,000 strings in about 50 ms, so they count one node each, and their bytes.
  */
 export const MAX_SCHEMA_NODES = 2000;

@@ -152,7 +152,8 @@ function lazyStateDir(resolve: () => string, hint: string | undefined): StateDir
 /**
  * A gateway lives as long as its host's session and is mostly idle: keep V8's young generation
  * at its initial size instead of letting a burst of calls grow it (to 16 MB per semi-space) and
- * keep it. Measured (docs/performance.md): idle RSS about 9 MB lower, 12 MB lower after 1,000
+ * keep it. Measured (docs/performance-history.md, "Startup order and idle memory
+ * (second pass)"): idle RSS about 9 MB lower, 12 MB lower after 1,000
  * calls, no measurable cost to throughput. Read by V8 when it would grow the space, so setting it
  * here, before the gateway allocates, takes effect (unlike --max-semi-space-size).
  */

@@ -71,7 +71,8 @@ In your MCP client configuration:
 /**
  * Loaded only by a gateway whose configuration needs them (`--listen`, `--url`, an egress proxy):
  * the HTTP front, the remote link and the proxy are 15 modules and node's http/https that a stdio
- * gateway in front of a local server never uses (startup time, docs/performance.md).
+ * gateway in front of a local server never uses (startup time: docs/performance-history.md,
+ * "Startup and memory, third pass").
  */
 const listenModule = () => import("./listen.js");
 const remoteModule = () => import("./runRemote.js");

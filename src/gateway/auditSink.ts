@@ -37,10 +37,11 @@ interface Queued {
  * by the next call's intent, on its way to the server: when no other call is in flight. While
  * other calls are in flight (intents written, ends not yet emitted), they wait for the next group
  * that commits anyway (the next intents, or the end of the last call in flight), at most
- * RIDE_MS: one transaction for both instead of one each (see docs/performance.md, "Audit commits
- * at c=16"). A group with no durable event commits without an fsync (`relaxed`): it survives the
- * gateway being killed once committed; the next durable commit's fsync covers it against a power
- * loss. Those that cannot be written are reported on stderr; they never block a call.
+ * RIDE_MS: one transaction for both instead of one each (see docs/performance-history.md, "Audit
+ * commits at c=16, sixth pass"). A group with no durable event commits without an fsync
+ * (`relaxed`): it survives the gateway being killed once committed; the next durable commit's fsync
+ * covers it against a power loss. Those that cannot be written are reported on stderr; they never
+ * block a call.
  *
  * Another process holding the store's lock (a database browser inside a transaction, an sqlite3
  * shell, a backup) is waited for GROUP_BUSY_MS at most by a group, not the connection's busy

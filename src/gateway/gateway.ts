@@ -350,7 +350,7 @@ export class Gateway {
    * event-loop turn than the look made when the request arrived (its intent is durable only
    * after the audit's group commit, a human may have been asked): a worker killed meanwhile
    * would otherwise leave the request in a pipe that the watcher's next worker reads. The same
-   * cheap probe as on arrival (docs/performance.md).
+   * cheap probe as on arrival (docs/performance-history.md, "The previous run (session nine)").
    */
   private mayForwardGuarded(): boolean {
     this.o.supervisor.checkReplacement();

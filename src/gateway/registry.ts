@@ -226,8 +226,9 @@ export class GatewayRegistry {
       // heartbeat, status lines) is status for `portcullis status`: committed without an fsync
       // (synchronous=NORMAL for the one transaction, as the audit log's relaxed commits), it
       // survives this process being killed, and the next full commit's fsync (the audit log's)
-      // covers it against a power loss. Measured (docs/performance.md, session twenty-one): 3 of
-      // the 9 fsyncs a warm start waited for before its first answer were this row's.
+      // covers it against a power loss. Measured (docs/performance-history.md, "Session
+      // twenty-one"): 3 of the 9 fsyncs a warm start waited for before its first answer were this
+      // row's.
       this.briefly(() => {
         if (this.epochs.size === 0) this.relaxed(() => this.db.transaction(() => this.writeAll())());
         else this.db.transaction(() => this.writeAll())();

@@ -9,9 +9,9 @@
 // The cache is shared by every gateway of the user, so it holds every dependency tree any of them
 // digested (tens of thousands of directories). The listings of each tree therefore live in a file
 // of their own, `<name>.trees/<digest of the root>.bin`, read only by a capture of that tree: a
-// warm start decodes its own tree, not everyone's (docs/performance.md: 160–330 ms to decode a
-// 13 MB shared file, against a few ms for one tree). The main file keeps the single files'
-// digests and the metadata.
+// warm start decodes its own tree, not everyone's (docs/performance-history.md, "Startup and
+// memory, third pass": 160–330 ms to decode a 13 MB shared file, against a few ms for one tree).
+// The main file keeps the single files' digests and the metadata.
 import {
   mkdirSync,
   readdirSync,
@@ -467,7 +467,7 @@ export class DigestCache {
   // every entry's stats in one array of doubles, every digest in one run of bytes. A gateway
   // decodes this file cold (its code not yet compiled), where a read or write per field of each
   // entry cost about 15 µs: 35-55 ms of CPU to load 2,342 entries and as much to save them, at
-  // every start that loads it (docs/performance.md, session thirty).
+  // every start that loads it (docs/performance-history.md, "Session thirty").
   private encode(): Buffer {
     const keys: string[] = [];
     const shas: string[] = [];
@@ -599,8 +599,9 @@ function writeAtomically(file: string, body: Buffer): string | null {
 // A tree's listings in columns: all directory keys in one string, all child names in another,
 // then every directory's fixed fields, every child's kind, stats and digest, each in one piece.
 // Decoding then costs a handful of bulk reads for the whole tree and a few views per directory,
-// instead of several small reads and copies per directory (docs/performance.md: 1,197
-// directories, 7,801 files decoded in about a third of the CPU time).
+// instead of several small reads and copies per directory (docs/performance-history.md, "Startup
+// and memory, third pass": 1,197 directories, 7,801 files decoded in about a third of the CPU
+// time).
 function encodeListings(w: Writer, dirs: Map<string, DirEntry>): void {
   const keys: string[] = [];
   const counts = new Uint32Array(dirs.size);

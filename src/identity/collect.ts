@@ -4,8 +4,9 @@
 // Decoding the digest cache (one file for every tree the user's gateways digest: 13 MB here)
 // leaves tens of megabytes of heap behind once its entries are released; V8 returns them to the
 // system only after a full collection, which an idle gateway may not run for hours. Measured
-// (docs/performance.md): idle RSS 118 -> 74 MB with a 13 MB cache. The collection is scheduled
-// after the handshake's critical path (a second later), once, however many captures asked.
+// (docs/performance-history.md, "Startup order and idle memory (second pass)"): idle RSS 118 -> 74
+// MB with a 13 MB cache. The collection is scheduled after the handshake's critical path (a second
+// later), once, however many captures asked.
 import { performance } from "node:perf_hooks";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";

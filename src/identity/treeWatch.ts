@@ -3,7 +3,8 @@
 // tree and kept an object per file: on a real node_modules (659 directories, 2,997 entries
 // to that depth) its first scan took 348 ms of CPU after the server was up, competing with the
 // first tools/list, and added 46 MB of RSS; this takes about 5 ms and 2 MB
-// (docs/performance.md). It reports; the capture that follows a report decides what changed.
+// (docs/performance-history.md, "Startup and memory, third pass"). It reports; the capture that
+// follows a report decides what changed.
 import { type Dirent, type FSWatcher, lstatSync, readdirSync, watch } from "node:fs";
 import { basename, dirname, join, sep } from "node:path";
 
