@@ -7,6 +7,7 @@
  * was forged. So such an approval is refused before it is made, saying to restart the gateway.
  * (A denial's statement never changed: an older gateway honours it.)
  */
+import { notPortcullisPhrase, runsPortcullisCommand } from "../identity/proc.js";
 import type { Store } from "../store/db.js";
 import {
   olderThan,
@@ -55,10 +56,18 @@ export function approvalNotHonouredBy(
 ): string | null {
   const schema = gatewaySchemaOfRun(db, run);
   if (!olderThan(schema, APPROVALS_HONOURED_SINCE)) return null;
-  return (
+  const refused =
     `the gateway that asked approval request ${id} (pid ${run.gatewayPid}) was started by an older portcullis ` +
     `(${schemaPhrase(schema)}), which does not honour approvals as this one signs them ` +
-    `(since schema version ${APPROVALS_HONOURED_SINCE}): nothing was decided. Restart that gateway so that it runs this ` +
+    `(since schema version ${APPROVALS_HONOURED_SINCE}): nothing was decided. `;
+  // a run row names any pid its writer chose: one that is not a gateway is not to be ended
+  if (!runsPortcullisCommand(run.gatewayPid, "run", run.gatewayPidStart))
+    return (
+      `${refused}Its ${notPortcullisPhrase(run.gatewayPid, "gateway")}. Restart the MCP client whose gateway asked ` +
+      `so that it runs this portcullis, then approve the request its call makes then; or deny this one: portcullis deny ${id}`
+    );
+  return (
+    `${refused}Restart that gateway so that it runs this ` +
     `portcullis (restart the MCP client that started it, or end it: kill ${run.gatewayPid}), then approve the request its call makes then`
   );
 }

@@ -25,6 +25,7 @@ import { getRun } from "../approval/runs.js";
 import { epochMovedOn } from "../approval/serverEpoch.js";
 import { ShownDecisions } from "../approval/shownDecisions.js";
 import { displayName, safeText } from "../catalog/text.js";
+import { notPortcullisPhrase, runsPortcullisCommand } from "../identity/proc.js";
 import type { DecisionSigner } from "../keyring/approver.js";
 import {
   KeyringError,
@@ -406,11 +407,21 @@ function listRequests(db: Store, json: boolean, verbose: boolean, stateDir: stri
     const schema = run ? gatewaySchemaOfRun(db, run) : null;
     const decide =
       run && olderThan(schema, APPROVALS_HONOURED_SINCE)
-        ? `\n  decide     only a denial: its gateway (pid ${run.gatewayPid}) was started by an older portcullis (${schemaPhrase(schema)}), which cannot verify this version's approvals; restart it to approve its calls, or deny: portcullis deny ${r.request}${sd}`
+        ? `\n  decide     only a denial: its gateway (pid ${run.gatewayPid}) was started by an older portcullis (${schemaPhrase(schema)}), which cannot verify this version's approvals; ${restartAdvice(run)}, or deny: portcullis deny ${r.request}${sd}`
         : `\n  decide     portcullis approve ${r.request}${sd}   or   portcullis deny ${r.request}${sd}`;
     process.stdout.write(`${shown.text}${shown.readable ? decide : ""}\n\n`);
   }
   return EXIT_OK;
+}
+
+/**
+ * How to restart the gateway of a run an older portcullis started: a run row names any pid its
+ * writer chose, and one that is not a gateway is not to be restarted or ended.
+ */
+function restartAdvice(run: { gatewayPid: number; gatewayPidStart: string | null }): string {
+  if (runsPortcullisCommand(run.gatewayPid, "run", run.gatewayPidStart))
+    return "restart it to approve its calls";
+  return `its ${notPortcullisPhrase(run.gatewayPid, "gateway")}; restart the MCP client whose gateway asked to approve its calls`;
 }
 
 function listGrants(db: Store, stateDir: string, json: boolean): number {

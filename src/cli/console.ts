@@ -2,6 +2,7 @@ import { findConfig } from "../config/config.js";
 import {
   type ConsoleAddress,
   clearConsoleAddress,
+  consoleAddressPath,
   humanLink,
   readConsoleAddress,
   writeConsoleAddress,
@@ -16,6 +17,7 @@ import {
 import { openBrowser, takeConsoleLock, waitForConsole } from "../console/launch.js";
 import { olderConsole } from "../console/olderConsole.js";
 import { LoopbackPortsBusy, startConsole } from "../console/server.js";
+import { notPortcullisPhrase, runsPortcullisCommand } from "../identity/proc.js";
 import { KeyringMissingError, keyringExists } from "../keyring/keyring.js";
 import { existingStateDir, quotedCommand } from "../store/stateDir.js";
 import { listenProblem } from "../util/errno.js";
@@ -62,7 +64,10 @@ function elsewhere(address: ConsoleAddress, port: number, stateDir: string): voi
   if (running === port) return;
   throw new UsageError(
     `console: a console is already running for ${stateDir} at ${address.url} (pid ${address.pid}), not on port ${port}; ` +
-      `there is one console per state directory: use that one, or stop it (kill ${address.pid}) and run ${quotedCommand(`console --port ${port}`, stateDir)} again.`,
+      // console.json names any pid its writer chose: one that is not a console is not to be ended
+      (runsPortcullisCommand(address.pid, "console", address.startTime)
+        ? `there is one console per state directory: use that one, or stop it (kill ${address.pid}) and run ${quotedCommand(`console --port ${port}`, stateDir)} again.`
+        : `its address file's ${notPortcullisPhrase(address.pid, "console")}; remove ${consoleAddressPath(stateDir)} if no console of yours runs, then run ${quotedCommand(`console --port ${port}`, stateDir)} again.`),
   );
 }
 

@@ -1,6 +1,7 @@
 import { displayJson, safeText } from "../catalog/text.js";
 import { epochBegan, type GatewayRow, listGateways } from "../gateway/registry.js";
 import { type ExecutionRecord, processStartTime, writtenServerInfo } from "../identity/index.js";
+import { notPortcullisPhrase, runsPortcullisCommand } from "../identity/proc.js";
 import { openStoreToRead } from "../store/db.js";
 import { KNOWN_SCHEMA_VERSION, olderThan, portcullisVersion, schemaPhrase } from "../store/schemaVersion.js";
 import { existingStateDir, quotedCommand } from "../store/stateDir.js";
@@ -138,9 +139,14 @@ export function renderGateway(g: StatusRow): string {
     w(`  identity   ${t(r.identityDigest)}`);
   }
   // still running from before an upgrade: it goes on as its version did until restarted
+  // (a row names any pid its writer chose: one that is not a gateway is not to be restarted or ended)
   if (g.running && olderThan(g.schemaVersion, KNOWN_SCHEMA_VERSION))
     w(
-      `  version    started by an older portcullis (${t(schemaPhrase(g.schemaVersion))}; this one, ${t(portcullisVersion())}, knows ${KNOWN_SCHEMA_VERSION}): restart it to run this one (restart the MCP client that started it)`,
+      `  version    started by an older portcullis (${t(schemaPhrase(g.schemaVersion))}; this one, ${t(portcullisVersion())}, knows ${KNOWN_SCHEMA_VERSION}): ${
+        runsPortcullisCommand(g.pid, "run")
+          ? "restart it to run this one (restart the MCP client that started it)"
+          : `its row's ${notPortcullisPhrase(g.pid, "gateway")}; restart the MCP client that started this gateway to run this one`
+      }`,
     );
   if (g.unreadable)
     w(`  unreadable ${t(g.unreadable)}: something rewrote its row in the store; nothing is shown of it`);

@@ -6,6 +6,7 @@
  * when the file was written is the one it runs (store/schemaVersion.ts).
  */
 import { statSync } from "node:fs";
+import { notPortcullisPhrase, runsPortcullisCommand } from "../identity/proc.js";
 import { openStoreToRead, upgradedOnOpen } from "../store/db.js";
 import {
   KNOWN_SCHEMA_VERSION,
@@ -29,7 +30,7 @@ export function olderConsole(stateDir: string, address: ConsoleAddress): string 
     // bringing the store up just now said so already, naming the console among what still runs
     if (upgradedOnOpen(db)) return null;
     // as the console recorded it (deny first: an unreadable record counts as older)
-    if (address.schemaVersion !== undefined) return sentence(address, address.schemaVersion);
+    if (address.schemaVersion !== undefined) return sentence(stateDir, address, address.schemaVersion);
     // a console of a portcullis before the recording: the store's version when it wrote its file
     let written: string;
     try {
@@ -39,17 +40,20 @@ export function olderConsole(stateDir: string, address: ConsoleAddress): string 
     } catch {
       return null;
     }
-    return sentence(address, schemaVersionAt(db, written));
+    return sentence(stateDir, address, schemaVersionAt(db, written));
   } finally {
     db.close();
   }
 }
 
-function sentence(address: ConsoleAddress, schema: ProcessSchema): string | null {
+function sentence(stateDir: string, address: ConsoleAddress, schema: ProcessSchema): string | null {
   if (!olderThan(schema, KNOWN_SCHEMA_VERSION)) return null;
   return (
     `console: warning: that console (pid ${address.pid}) was started by an older portcullis (${schemaPhrase(schema)}; ` +
     `this one, ${portcullisVersion()}, knows ${KNOWN_SCHEMA_VERSION}), and decides with that version's code: ` +
-    `end it (kill ${address.pid}) and run 'portcullis console' again to run this one.`
+    // console.json names any pid its writer chose: one that is not a console is not to be ended
+    (runsPortcullisCommand(address.pid, "console", address.startTime)
+      ? `end it (kill ${address.pid}) and run 'portcullis console' again to run this one.`
+      : `its address file's ${notPortcullisPhrase(address.pid, "console")}; remove ${consoleAddressPath(stateDir)} if no console of yours runs, and run 'portcullis console' again.`)
   );
 }

@@ -9,7 +9,8 @@
 // each: procRead.ts (procfs files, ps, the stat line, start times), procDescribe.ts (one process:
 // what it is and what it runs), procProbe.ts (the forwarding path's cheap re-reads), procTree.ts
 // (a process's descendants and children), procPeer.ts (the process behind a TCP connection),
-// procLiveness.ts (whether a recorded process still runs, across PID namespaces and boots) and
+// procLiveness.ts (whether a recorded process still runs, across PID namespaces and boots),
+// procPortcullis.ts (whether a recorded pid runs portcullis, by its command line) and
 // procLocks.ts (the processes holding a store's write lock).
 export { describeOsProcess, execImage, isOwnExecutable, type OsProcess, plainExe } from "./procDescribe.js";
 export {
@@ -23,6 +24,7 @@ export {
 } from "./procLiveness.js";
 export { lockHolders } from "./procLocks.js";
 export { pidOfTcpPeer, procNetEnds, type TcpEnd, tcpPeerHolders, tcpPeerUid } from "./procPeer.js";
+export { notPortcullisPhrase, runsPortcullisCommand } from "./procPortcullis.js";
 export { type Probed, StartTimeProbe } from "./procProbe.js";
 export {
   dead,

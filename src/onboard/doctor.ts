@@ -14,7 +14,7 @@ import {
 import { ConfigError, findConfig, loadConfigFile } from "../config/config.js";
 import { readConsoleAddress } from "../console/address.js";
 import { listGateways } from "../gateway/registry.js";
-import { lockHolders } from "../identity/proc.js";
+import { lockHolders, notPortcullisPhrase, runsPortcullisCommand } from "../identity/proc.js";
 import { foreignProc, OWN_PROC_FIX } from "../identity/procRead.js";
 import {
   KeyringError,
@@ -189,7 +189,10 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
           findings.push({
             ok: false,
             what: `gateway "${g.serverLabel}" (pid ${g.pid}) was started by an older portcullis (${schemaPhrase(g.schemaVersion)}; this one, ${portcullisVersion()}, knows ${KNOWN_SCHEMA_VERSION}) and runs that version's code`,
-            next: `restart it so that it runs this portcullis: restart the MCP client that started it (or end it: kill ${g.pid})`,
+            // a row names any pid its writer chose: one that is not a gateway is not to be ended
+            next: runsPortcullisCommand(g.pid, "run")
+              ? `restart it so that it runs this portcullis: restart the MCP client that started it (or end it: kill ${g.pid})`
+              : `its row's ${notPortcullisPhrase(g.pid, "gateway")}; restart the MCP client that started the gateway "${g.serverLabel}" so that it runs this portcullis`,
           });
       }
     } finally {

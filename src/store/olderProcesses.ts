@@ -10,7 +10,7 @@
 import { dirname } from "node:path";
 import type Database from "better-sqlite3";
 import { readConsoleAddress } from "../console/address.js";
-import { processLiveness } from "../identity/procLiveness.js";
+import { notPortcullisPhrase, processLiveness, runsPortcullisCommand } from "../identity/proc.js";
 import { liveHolderPids } from "../vault/liveHolders.js";
 import { KNOWN_SCHEMA_VERSION, portcullisVersion } from "./schemaVersion.js";
 
@@ -18,6 +18,11 @@ export interface OlderProcess {
   /** `gateway "LABEL"`, `the console` or `the vault holder` */
   what: string;
   pid: number;
+  /**
+   * false when the process the record names is not, by its command line, the portcullis process
+   * it claims (a row or file any process of this user may have written): named, never to be ended
+   */
+  ours: boolean;
 }
 
 /**
@@ -38,11 +43,17 @@ export function runningProcesses(db: Database.Database, stateDir: string): Older
       boot: (r.boot as string | null) ?? null,
     });
     if (liveness === "alive")
-      out.push({ what: `gateway ${JSON.stringify(r.server_label)}`, pid: r.pid as number });
+      out.push({
+        what: `gateway ${JSON.stringify(r.server_label)}`,
+        pid: r.pid as number,
+        ours: runsPortcullisCommand(r.pid as number, "run"),
+      });
   }
   const console = readConsoleAddress(stateDir);
-  if (console) out.push({ what: "the console", pid: console.pid });
-  for (const pid of liveHolderPids(stateDir)) out.push({ what: "the vault holder", pid });
+  if (console)
+    out.push({ what: "the console", pid: console.pid, ours: runsPortcullisCommand(console.pid, "console") });
+  // liveHolderPids checks the holder's own command line already
+  for (const pid of liveHolderPids(stateDir)) out.push({ what: "the vault holder", pid, ours: true });
   return out;
 }
 
@@ -60,7 +71,17 @@ export function warnOlderProcesses(db: Database.Database, path: string, from: nu
   }
   if (older.length === 0) return;
   const listed = older.map((p) => `${p.what} (pid ${p.pid})`).join(", ");
-  const pids = older.map((p) => p.pid).join(" ");
+  const pids = older
+    .filter((p) => p.ours)
+    .map((p) => p.pid)
+    .join(" ");
+  const notOurs = older
+    .filter((p) => !p.ours)
+    .map(
+      (p) =>
+        `For ${p.what}: ${notPortcullisPhrase(p.pid, p.what === "the console" ? "console" : "gateway")}. `,
+    )
+    .join("");
   // how to restart each kind, said for the kinds that run
   const again = [
     older.some((p) => p.what === "the console") ? "run 'portcullis console' again for the console" : "",
@@ -72,7 +93,7 @@ export function warnOlderProcesses(db: Database.Database, path: string, from: nu
     `portcullis: warning: this portcullis (${portcullisVersion()}) brought the store ${path} from schema version ${from} to ${KNOWN_SCHEMA_VERSION}, ` +
       `while processes the older portcullis started still run on it: ${listed}. They go on as that version did until they are restarted ` +
       `(approve says when a gateway is too old to honour this version's approvals); restart each to run this one: ` +
-      `restart the MCP client (or its server) that started each gateway, or end them (kill ${pids})` +
-      `${again.map((a) => `, and ${a}`).join("")}. Older portcullis commands refuse this store from now on.\n`,
+      `restart the MCP client (or its server) that started each gateway${pids ? `, or end them (kill ${pids})` : ""}` +
+      `${again.map((a) => `, and ${a}`).join("")}. ${notOurs}Older portcullis commands refuse this store from now on.\n`,
   );
 }

@@ -40,6 +40,7 @@ describe("processes are read in one place", () => {
       "procDescribe.ts",
       "procLocks.ts",
       "procPeer.ts",
+      "procPortcullis.ts",
       "procProbe.ts",
       "procRead.ts",
       "procTree.ts",
