@@ -5,7 +5,6 @@ import {
   constants,
   existsSync,
   fsyncSync,
-  lstatSync,
   mkdirSync,
   openSync,
   readdirSync,
@@ -22,7 +21,6 @@ import { LABEL_MAX_LENGTH } from "../config/config.js";
 import { stateDirPath } from "../store/stateDir.js";
 import { sameJson, sha256Tag } from "../util/canonical.js";
 import { nearestName } from "../util/nearest.js";
-import { processExists } from "../util/processExists.js";
 import { looksGenerated, REDACTED, redactArgv, redactText } from "../util/redact.js";
 import { shellWord } from "../util/shellWord.js";
 import { unwrittenBecause, writeWhole } from "../util/writeWhole.js";
@@ -40,6 +38,7 @@ import {
 } from "./document.js";
 import { otherNameFor, unknownKeysWhy } from "./entryKeys.js";
 import type { HostFile } from "./hosts.js";
+import { removeStaleTemps, tempPathFor } from "./hostTemps.js";
 import { changedParts, runOptionsEdited } from "./unwrapRunOptions.js";
 import { historyOfAnother, latestEpochServer } from "./wrapHistory.js";
 import type { RecordedEntry, WrapRecord } from "./wrapRecord.js";
@@ -219,45 +218,12 @@ export function assertWritable(file: string): void {
   if (!writable) throw new OnboardError(`${file} is read-only; nothing was written.`);
 }
 
-/** How old a temporary file of a process that is gone must be before it is taken for left over. */
-const STALE_TEMP_MS = 10 * 60_000;
-
-/**
- * The temporary files writeAtomic left beside `file` when its process was killed between the
- * write and the rename (`.NAME.portcullis-PID.tmp`): nothing reads them (wrap reads host files by
- * name, records by `.json`), but each holds a copy of the host file. Removed at the next write,
- * only when its process no longer exists and it is older than any write takes: a process this
- * one cannot see (another PID namespace sharing the directory) may still be writing a fresh one.
- */
-function removeStaleTemps(file: string): void {
-  const dir = dirname(file);
-  const prefix = `.${basename(file)}.portcullis-`;
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    if (!name.startsWith(prefix)) continue;
-    const pid = /^(\d+)\.tmp$/.exec(name.slice(prefix.length))?.[1];
-    if (pid === undefined || Number(pid) === process.pid || processExists(Number(pid))) continue;
-    const path = join(dir, name);
-    try {
-      const st = lstatSync(path);
-      if (st.isFile() && Date.now() - st.mtimeMs > STALE_TEMP_MS) unlinkSync(path);
-    } catch {
-      // gone meanwhile, or not ours to remove: left as it is
-    }
-  }
-}
-
 /** Write beside the file, fsync, rename over it: a reader sees the old bytes or the new, never half. */
 export function writeAtomic(path: string, text: string, mode?: number): void {
   // A configuration kept as a symlink (dotfile managers) stays one: the file it points to is replaced.
   const file = existsSync(path) ? realpathSync(path) : path;
-  removeStaleTemps(file);
-  const tmp = join(dirname(file), `.${basename(file)}.portcullis-${process.pid}.tmp`);
+  removeStaleTemps(file, dirname(file));
+  const tmp = tempPathFor(file, dirname(file));
   const fd = openSync(tmp, "w", mode ?? 0o600);
   try {
     // every byte, or nothing renamed (writeWhole): a cut host file, backup or record was renamed

@@ -18,6 +18,7 @@ import { parse as parseJsonc } from "jsonc-parser";
 import { parse as parseToml } from "smol-toml";
 import { describe, expect, it } from "vitest";
 import { listGateways } from "../../src/gateway/registry.js";
+import { writerStamp } from "../../src/onboard/hostTemps.js";
 import { openStore } from "../../src/store/db.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { CLI, FIXTURES, NODE } from "../helpers/paths.js";
@@ -424,8 +425,9 @@ describe("temporary files a killed wrap left", () => {
     const original = read(file);
     // pids of processes that have ended
     const gone = [1, 2].map(() => spawnSync(NODE, ["-e", "0"]).pid!);
-    // as writeAtomic names them: `..mcp.json.portcullis-PID.tmp` beside `.mcp.json`
-    const temp = (pid: number) => join(dirname(file), `.${basename(file)}.portcullis-${pid}.tmp`);
+    // as writeAtomic names them: `..mcp.json.portcullis-PID-STAMP.tmp` beside `.mcp.json`
+    const temp = (pid: number) =>
+      join(dirname(file), `.${basename(file)}.portcullis-${pid}-${writerStamp(pid) ?? "0123456789ab"}.tmp`);
     const hourAgo = new Date(Date.now() - 3_600_000);
     const stale = temp(gone[0]!);
     const recent = temp(gone[1]!);
@@ -442,6 +444,33 @@ describe("temporary files a killed wrap left", () => {
     expect(read(`${file}.portcullis-backup`)).toBe(original);
     expect((await u.cli(["unwrap", file])).code).toBe(0);
     expect(read(file)).toBe(original);
+  });
+
+  it("an old one whose pid another process has taken since is removed; a young one of that pid is kept", async () => {
+    const u = user();
+    const file = u.files["claude-code"];
+    // the process the killed wrap's pid names now: alive, but not its writer
+    const other = spawn("sleep", ["60"], { stdio: "ignore" });
+    try {
+      const pid = other.pid!;
+      const name = (writer: string) => join(dirname(file), `.${basename(file)}.portcullis-${writer}.tmp`);
+      // written by an earlier portcullis (the pid alone), and by a process of another start time
+      const unstamped = name(`${pid}`);
+      const otherStart = name(`${pid}-0123456789ab`);
+      const young = name(`${pid}-ba9876543210`);
+      for (const t of [unstamped, otherStart, young]) writeFileSync(t, "a copy of the host file");
+      const hourAgo = new Date(Date.now() - 3_600_000);
+      utimesSync(unstamped, hourAgo, hourAgo);
+      utimesSync(otherStart, hourAgo, hourAgo);
+      const r = await u.cli(["wrap", file]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(existsSync(unstamped)).toBe(false);
+      expect(existsSync(otherStart)).toBe(false);
+      expect(existsSync(young)).toBe(true);
+      expect(other.exitCode).toBeNull(); // the process that has the pid now was never touched
+    } finally {
+      other.kill("SIGKILL");
+    }
   });
 });
 

@@ -151,7 +151,6 @@ const BOUNDED_INPUT: [string, string, string][] = [
   ["src/onboard/wrap.ts", "/[^A-Za-z0-9._-]+/g", `${USER_FILES} (a server's key in a host's configuration)`],
   ["src/onboard/wrap.ts", "/^[._-]+/", `${USER_FILES} (a server's key in a host's configuration)`],
   ["src/onboard/wrap.ts", "/-+$/", "a label cut to 64 characters (labelFor)"],
-  ["src/onboard/wrap.ts", "/^(\\d+)\\.tmp$/", "a file name: at most 255 bytes"],
   [
     "src/relay/clientIds.ts",
     "/^(-?)(0|[1-9][0-9]*)(?:\\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$/",
