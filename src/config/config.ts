@@ -451,7 +451,7 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
   const env = dict("env");
   const credentialSpecs = parseCredentials(raw.credentials, fail);
   const credentials = scopesByEnv(credentialSpecs);
-  const tools = parseTools(raw.tools, credentialSpecs, fail);
+  const tools = parseTools(raw.tools, credentialSpecs, remote !== undefined, fail);
   let include: string[] = [];
   if (raw.identity !== undefined) {
     if (!isObject(raw.identity)) fail("identity", "must be an object");
@@ -568,11 +568,15 @@ function parseServer(file: string, at: string, label: string, raw: unknown, base
  * `tools`: per-tool settings, `{"<tool>": {"credentials": ["scope", …]}}`. A tool name the server
  * does not list (yet) is fine: tools come and go. A scope that is not one of the server's
  * `credentials` is an error: a typo there would silently take a credential away or, worse, make
- * a review name a scope that nothing delivers.
+ * a review name a scope that nothing delivers. A server reached by "url" takes no per-tool scopes:
+ * the secrets of its "headers" go with every request to it, whatever the tool, so a tool given
+ * `[]` was recorded and reviewed as using no credential while the header went with its call, and
+ * worked only while the vault was unlocked.
  */
 function parseTools(
   raw: unknown,
   specs: readonly CredentialSpec[],
+  reachedByUrl: boolean,
   fail: (key: string, what: string) => never,
 ): ToolsConfig | undefined {
   if (raw === undefined) return undefined;
@@ -588,6 +592,11 @@ function parseTools(
       setOwn(out, tool, {});
       continue;
     }
+    if (reachedByUrl)
+      fail(
+        `${at}.credentials`,
+        'does not apply to a server reached by "url": the secrets of its "headers" go with every request to it, so every tool uses them; remove it',
+      );
     if (!Array.isArray(t.credentials) || t.credentials.some((x) => typeof x !== "string"))
       fail(`${at}.credentials`, "must be an array of credential scope names");
     const scopes = t.credentials as string[];
