@@ -248,7 +248,7 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
         findings.push({
           ok: true,
           what: `${f.file}: not stdio servers, which wrap leaves alone: ${remote.join(", ")}`,
-          next: "to guard one, replace its entry by hand with a command entry running 'portcullis run --label L --url URL' (docs/onboarding.md)",
+          next: urlEntryAdvice(path),
         });
       const unusable = read.servers.filter((s) => serverKind(s.entry) === "unusable");
       for (const s of unusable)
@@ -642,6 +642,20 @@ function serverKind(e: Record<string, unknown>): "stdio" | "http" | "unusable" {
  * finding's `what`) says whose label it is: a --label in the command with no word of why read as
  * if doctor renamed a server at random.
  */
+/**
+ * How to put an HTTP entry behind portcullis by hand: the command entry wrap would write for it,
+ * with node, the CLI and the state directory by absolute path. A host starts it with its own
+ * environment (no PORTCULLIS_HOME, often no PATH): without `--state-dir` the gateway used
+ * another state directory than this one, whose keyring, vault and approvals are not these.
+ * The entry's "url" is not printed (a host file's URL may carry a token in its query).
+ */
+function urlEntryAdvice(stateDir: string): string {
+  const cli = fileURLToPath(new URL("../cli/main.cjs", import.meta.url));
+  const args = [cli, "run", "--state-dir", resolve(stateDir), "--label", "LABEL", "--url", "URL"];
+  const entry = `{"command": ${JSON.stringify(process.execPath)}, "args": ${JSON.stringify(args)}}`;
+  return `to guard one, replace its entry by hand with ${entry}, URL its "url" and LABEL a name for it (a header it needs: docs/onboarding.md, HTTP entries)`;
+}
+
 function wrapAdvice(
   f: HostFile,
   bare: string[],

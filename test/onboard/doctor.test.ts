@@ -109,7 +109,19 @@ describe("portcullis doctor", () => {
       "portcullis wrap claude-code --dry-run",
     ]);
     expect(fresh[1]![0]).toBe(`${mcp}: not stdio servers, which wrap leaves alone: remote`);
-    expect(fresh[1]![1]).toContain("portcullis run --label L --url URL");
+    // the entry to write by hand, as wrap writes one: run by the host with its own environment
+    // (no PORTCULLIS_HOME, no PATH), it reaches this state directory, not the default one (whose
+    // keyring, vault and approvals are not these: without --state-dir it said to run init there)
+    const advised = JSON.parse(/ with (\{.*\}), URL its "url"/.exec(fresh[1]![1]!)![1]!) as {
+      command: string;
+      args: string[];
+    };
+    const args = advised.args.map((a) =>
+      a === "LABEL" ? "advised" : a === "URL" ? "http://127.0.0.1:9/mcp" : a,
+    );
+    const byHost = spawnSync(advised.command, args, { env: { HOME: u.home }, cwd: u.root, input: "" });
+    expect(byHost.stderr.toString()).not.toContain("no keyring");
+    expect((await u.cli(["status", "--all"])).stdout).toMatch(/^advised {2}ended/m);
     expect(fresh).toHaveLength(2);
     expect((await u.cli(["wrap", "claude-code", "--dry-run"])).code).toBe(0);
 
