@@ -12,6 +12,7 @@ import type { LabelHistoryNote } from "../onboard/wrap.js";
 import {
   assertWritable,
   checkServersNamed,
+  leftAsHttp,
   NOT_SHOWN_KEY,
   planWrap,
   recordExists,
@@ -240,6 +241,12 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
         say(
           `portcullis wrap: ${values["dry-run"] ? "would not wrap" : "not wrapped"}: ${r.why}.`,
           process.stderr,
+        );
+      // "leaves alone" said no more: the way to put one behind portcullis is by hand
+      const http = plan.skipped.filter((s) => leftAsHttp(s.why));
+      if (http.length > 0)
+        say(
+          `  to guard ${shownKeys(http.map((s) => s.key))}: replace ${http.length === 1 ? "its entry" : "each entry"} by hand with one that runs portcullis with --url; ${doctor} gives the entry to write`,
         );
       for (const h of history) say(`  ${h.message}`);
       // wrap leaves an entry's env as it is: a credential there stays in clear in the host file.

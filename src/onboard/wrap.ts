@@ -270,10 +270,18 @@ function sameServer(a: Entry, b: Entry): boolean {
   return sameJson(run(a), run(b));
 }
 
+/** How notStdio's reason for an HTTP entry begins: wrap's next step for those is doctor's entry to write. */
+const HTTP_ENTRY = "an HTTP entry";
+
+/** Whether wrap left an entry alone for being an HTTP entry (a `why` of notStdio). */
+export function leftAsHttp(why: string): boolean {
+  return why.startsWith(`${HTTP_ENTRY} (`);
+}
+
 /** Why wrap leaves an entry alone, or null when it is a stdio server wrap can put behind portcullis. */
 export function notStdio(e: Entry): string | null {
   if (e.url !== undefined || (e.type !== undefined && e.type !== "stdio"))
-    return `an HTTP entry (${e.url !== undefined ? "url" : `type ${JSON.stringify(e.type)}`}), which wrap leaves alone`;
+    return `${HTTP_ENTRY} (${e.url !== undefined ? "url" : `type ${JSON.stringify(e.type)}`}), which wrap leaves alone`;
   if (e.command === undefined) {
     const typo = mistypedLaunchKey(e);
     if (typo === null) return 'it has no "command" and no "url": the host cannot start it either';
