@@ -42,6 +42,12 @@ export function toolScopeNote(
   toolName: string,
 ): string | null {
   if (serverScopes(serverCredentials).length === 0) return null;
+  // a server reached by "url": its scopes are its headers' secrets (keyed `header NAME`,
+  // src/supervisor/remoteHeaders.ts headerScopes), sent with every request, and it takes no
+  // per-tool scopes (src/config/config.ts refuses them): the usual note sent the human to declare
+  // what cannot be declared
+  if (Object.keys(serverCredentials ?? {}).every((key) => key.startsWith("header ")))
+    return "this server's headers carry these credentials with every request to it: every tool uses them";
   if (declared(tools, toolName) !== undefined) return null;
   const anyDeclared = Object.values(tools ?? {}).some((t) => t.credentials !== undefined);
   return anyDeclared
