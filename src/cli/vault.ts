@@ -68,7 +68,8 @@ export const VAULT_HELP = `usage:
                                              replaces a running unlock (two at once take turns)
   portcullis lock                            credentials stop at once, in every gateway
 
-NAME is the credential scope that portcullis.json's "credentials" name, and that grants,
+NAME is the credential scope that portcullis.json's "credentials" (or a "url" server's
+"headers") name, and that grants,
 reviews and the audit log show. The value is typed on the terminal with echo off (UTF-8 text: a
 terminal sending other bytes is refused), or read from standard input with --from-stdin (UTF-8
 text; one trailing newline is dropped); never from an argument. Values are sealed under the keyring's data key in the store.
@@ -79,7 +80,9 @@ sends it only to the --host destinations; --deliver env lets a server receive it
 environment at spawn, where it holds it for its life. The delivery must match portcullis.json:
 a credential given as a plain name ("ENV": "NAME") is delivered in the environment and needs
 --deliver env; the object form ({"secret": "NAME", "hosts": [...]}) is delivered over HTTP and
-needs --host ('portcullis vault list' warns of a mismatch, and 'run' refuses to start with one).
+needs --host, and so does a header of a server reached by "url" ({"secret": "NAME", "format":
+"Bearer {}"} in its "headers"): --host with its URL's host, and its port unless 443 or 80
+('portcullis vault list' warns of a mismatch, and 'run' refuses to start with one).
 The first HTTP-delivered secret creates
 the state directory's local CA (egress-ca.pem; its key is sealed like the secrets), which the
 servers' egress proxy uses to read HTTPS to the declared hosts.
