@@ -31,7 +31,7 @@ import type { StoreCause } from "../store/storeError.js";
 import { closedDirectory } from "../util/errno.js";
 import { xdgStateHome } from "../util/xdg.js";
 import { type SecretPolicy, storedPolicies } from "../vault/secrets.js";
-import { headerFindings } from "./doctorHeaders.js";
+import { configHeaderFindings, headerFindings } from "./doctorHeaders.js";
 import { entryStateDir, labelFindings } from "./doctorLabels.js";
 import {
   entryListenFindings,
@@ -130,8 +130,7 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
     const unusable = passphraseFile ? passphraseFileFinding(passphraseFile, env) : null;
     if (unusable) findings.push({ ok: false, ...unusable });
   }
-  const config = configFinding(cwd);
-  if (config) findings.push(config);
+  findings.push(...configFindings(cwd, path));
 
   const sqlite = sqliteVersion();
   const gateways: DoctorReport["gateways"] = [];
@@ -405,24 +404,28 @@ function openOrReport(stateDir: string, findings: Finding[]): Store | null {
 }
 
 /**
- * The portcullis.json found from `cwd` (what `run LABEL` and `drill` read here), when it does not
- * load: `run LABEL` refuses it with the same sentence, so a host entry that runs a label from here
- * cannot start. Null when there is none, or it loads.
+ * The portcullis.json found from `cwd` (what `run LABEL` and `drill` read here): when it does not
+ * load, `run LABEL` refuses it with the same sentence, so a host entry that runs a label from here
+ * cannot start; when it loads, the credentials its servers' "headers" hold in clear (as those of
+ * a host file are reported). None when there is none, or it loads and holds none.
  */
-function configFinding(cwd: string): Finding | null {
+function configFindings(cwd: string, stateDir: string): Finding[] {
   let file: string | null;
   try {
     file = findConfig(cwd);
-    if (file === null) return null;
-    loadConfigFile(file);
-    return null;
+    if (file === null) return [];
+    return [...loadConfigFile(file).values()].flatMap((server) =>
+      configHeaderFindings(file!, server, stateDir),
+    );
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
-    return {
-      ok: false,
-      what: e.message.replace(/\.$/, ""),
-      next: "fix the file (docs/configuration.md says each key): 'portcullis run LABEL' and 'portcullis drill' refuse it with this sentence until then",
-    };
+    return [
+      {
+        ok: false,
+        what: e.message.replace(/\.$/, ""),
+        next: "fix the file (docs/configuration.md says each key): 'portcullis run LABEL' and 'portcullis drill' refuse it with this sentence until then",
+      },
+    ];
   }
 }
 

@@ -5,7 +5,8 @@
 // vault is put in at each request, docs/configuration.md "headers"). Judged by the header's NAME
 // only, as the env check is (doctorLabels.ts): the value is never printed, nor compared.
 import { quotedName } from "../catalog/text.js";
-import { CONFIG_FILE } from "../config/config.js";
+import { CONFIG_FILE, type ServerConfig } from "../config/config.js";
+import { keyPath } from "../config/unknownKeys.js";
 import { quotedCommand } from "../store/stateDir.js";
 import { isSecretName } from "../util/redact/names.js";
 import { hostFillsIn } from "./doctorEnv.js";
@@ -71,6 +72,35 @@ export function headerFindings(
 }
 
 /**
+ * The headers of a portcullis.json server reached by "url" whose value is written out, in clear,
+ * under a name that says it carries a credential: the file the advice for a host file's header
+ * sends the user to, where the vault form ({"secret", "format"}) keeps the value out of it. A
+ * value there is sent as written (`${VAR}` is no placeholder in portcullis.json), but one that
+ * looks like one holds no credential, as in a host file.
+ */
+export function configHeaderFindings(file: string, server: ServerConfig, stateDir?: string): HeaderFinding[] {
+  const out: HeaderFinding[] = [];
+  for (const h of server.remote?.headers ?? []) {
+    if (!("value" in h) || !inClear(h.name, h.value)) continue;
+    const at = keyPath(keyPath(keyPath("servers", server.label), "headers"), h.name);
+    const secret = { secret: "NAME", format: formatOf(h.value) };
+    out.push({
+      ok: false,
+      what: `${file}: ${at} holds a credential written in clear: every process of this user can read it there`,
+      next: `store the value in the vault (${quotedCommand(`vault set NAME --deliver http --host ${hostOf(server.remote?.url)}`, stateDir)}), then write ${JSON.stringify(secret)} in its place; the value has been in a file, so rotate it`,
+    });
+  }
+  return out;
+}
+
+/** The vault form's "format" for a header value: the scheme's word kept (Bearer, Basic, Token). */
+function formatOf(value: string): string {
+  const words = value.trim().split(" ", 2);
+  const scheme = words.length === 2 && words[1] !== "" ? words[0] : undefined;
+  return scheme !== undefined && /^(bearer|basic|token|apikey)$/i.test(scheme) ? `${scheme} {}` : "{}";
+}
+
+/**
  * A header whose name says it carries a credential (Authorization, X-Api-Key, a …-Token), with a
  * value written out: not one the host fills in from its environment when it starts the entry
  * (`${VAR}`, `${env:VAR}`, `Bearer ${TOKEN}`: the credential is not in the file then).
@@ -89,10 +119,7 @@ function finding(
   stateDir: string | undefined,
 ): HeaderFinding {
   // the authentication scheme's word (Bearer, Basic, Token) is no secret: kept in the format
-  const words = value.trim().split(" ", 2);
-  const scheme = words.length === 2 && words[1] !== "" ? words[0] : undefined;
-  const format =
-    scheme !== undefined && /^(bearer|basic|token|apikey)$/i.test(scheme) ? `${scheme} {}` : "{}";
+  const format = formatOf(value);
   const host = hostOf(url);
   const secret = { secret: "NAME", format };
   return {
