@@ -228,7 +228,7 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
     // Never echo the extra word: it may be a passphrase typed where it does not belong.
     throw new UsageError(
       wants === 0
-        ? `${name}${v.next ? " --next" : ""}: takes no arguments${v.next ? " (it picks the pending request itself)" : ""}.`
+        ? `${name}${v.next ? " --next" : ""}: takes no arguments${v.next ? " (it picks the pending request itself)" : ""}${name === "approvals" && !v.next ? APPROVALS_LIST_ALL : ""}.`
         : `${name}: unexpected argument after the ${name === "revoke" ? "GRANT" : "request ID"}; ${NO_ARGUMENT_PASSPHRASE}.`,
     );
   }
@@ -764,3 +764,11 @@ function about(req: ApprovalRequest) {
 function writeResult(result: Record<string, unknown>): void {
   process.stdout.write(`${printableJson(result)}\n`);
 }
+
+/**
+ * What `approvals ID` was after (one request's review) and where it is: the listing shows every
+ * pending one, and `approve ID` shows that one before deciding. "takes no arguments" alone left
+ * the user guessing.
+ */
+const APPROVALS_LIST_ALL =
+  "; it lists every pending request with its review ('portcullis approve ID' or 'portcullis deny ID' shows one and decides it)";
