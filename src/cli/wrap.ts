@@ -6,6 +6,7 @@ import { LABEL_PATTERN, LABEL_RULE } from "../config/config.js";
 import { keyringExists } from "../keyring/keyring.js";
 import { lineDiff } from "../onboard/diff.js";
 import { credentialInClear } from "../onboard/doctorEnv.js";
+import { headersInClear } from "../onboard/doctorHeaders.js";
 import { OnboardError, readHostServers, readServers } from "../onboard/document.js";
 import { HOSTS, type HostFile, type HostName, hostFileFromPath, hostFiles } from "../onboard/hosts.js";
 import type { LabelHistoryNote } from "../onboard/wrap.js";
@@ -210,11 +211,13 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
       leftAlone: WrapPlan["skipped"];
       refused: WrapPlan["refused"];
       credentialsInClear: { server: string; variables: string[] }[];
+      headersInClear: { server: string; headers: string[] }[];
       labelHistory: { server: string; label: string; own: string; chosen: boolean; message: string }[];
     }[] = [];
     for (const f of files) {
       const plan = values["dry-run"] ? planWrap(f, launcher, options).plan : wrapFile(f, launcher, options);
       const inClear = credentialsLeftInClear(plan);
+      const headersLeft = headersLeftInClear(plan);
       const history = plan.labelHistory.map((n) => ({
         server: n.key,
         label: n.label,
@@ -229,6 +232,7 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
         leftAlone: plan.skipped,
         refused: plan.refused,
         credentialsInClear: inClear,
+        headersInClear: headersLeft,
         labelHistory: history,
       });
       if (values.json) continue;
@@ -252,6 +256,10 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
       // wrap leaves an entry's env as it is: a credential there stays in clear in the host file.
       // The doctor named reads the state directory the entries name: its advice's `vault set`
       // must store the value in the vault their gateways read, not in the default one.
+      for (const c of headersLeft)
+        say(
+          `  ${shownKey(c.server)} keeps ${c.headers.map((h) => quotedName(h)).join(", ")} in its "headers", in clear: every process of this user can read the host file; ${doctor} says how to move ${c.headers.length === 1 ? "it" : "them"} to the vault`,
+        );
       for (const c of inClear)
         say(
           `  ${shownKey(c.server)} ${values["dry-run"] ? "would keep" : "keeps"} ${c.variables.map((v) => quotedName(v)).join(", ")} in its "env", in clear: every process of this user can read the host file; ${doctor} says how to move ${c.variables.length === 1 ? "it" : "them"} to the vault`,
@@ -464,6 +472,19 @@ function labelHistoryLine(n: LabelHistoryNote, f: HostFile, stateDir: string, dr
     ? `give wrap ${force}`
     : `run ${unwrapCommand(f.file, stateDir)}, then wrap again with ${force}`;
   return `${shownKey(n.key)} ${dry ? "would get" : "gets"} the label ${quotedName(n.label)}, not ${own}: ${history}, and one label would mix the two; if it is that same server (moved or upgraded), to keep ${own}: ${keep}`;
+}
+
+/**
+ * The HTTP entries wrap left alone whose own "headers" hold a credential in clear (by name;
+ * src/onboard/doctorHeaders.ts): wrap said "left alone" and nothing of the token in the file,
+ * where it names a wrapped entry's env credential.
+ */
+function headersLeftInClear(plan: WrapPlan): { server: string; headers: string[] }[] {
+  const entries = readServers(plan.host, plan.after);
+  return plan.skipped
+    .filter((s) => leftAsHttp(s.why) && entries[s.key] !== undefined)
+    .map((s) => ({ server: s.key, headers: headersInClear(entries[s.key]!) }))
+    .filter((c) => c.headers.length > 0);
 }
 
 /**

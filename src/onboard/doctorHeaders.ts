@@ -72,6 +72,18 @@ export function headerFindings(
 }
 
 /**
+ * The names of the entry's own "headers" that hold a credential written out (by name: the value
+ * is neither printed nor compared): what wrap, which leaves an HTTP entry alone, says it keeps.
+ */
+export function headersInClear(entry: Entry): string[] {
+  const headers = entry.headers;
+  if (typeof headers !== "object" || headers === null || Array.isArray(headers)) return [];
+  return Object.entries(headers)
+    .filter(([name, value]) => typeof value === "string" && inClear(name, value))
+    .map(([name]) => name);
+}
+
+/**
  * The headers of a portcullis.json server reached by "url" whose value is written out, in clear,
  * under a name that says it carries a credential: the file the advice for a host file's header
  * sends the user to, where the vault form ({"secret", "format"}) keeps the value out of it. A

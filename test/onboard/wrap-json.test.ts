@@ -15,6 +15,7 @@ describe("portcullis wrap --json", () => {
     const token = "ghp_Zq8vT3nW0pXy7RkL2mHcAa1Bb2Cc3Dd4Ee5F";
     const doc = JSON.parse(read(file));
     doc.mcpServers["inventory-local"].env.GITHUB_TOKEN = token;
+    doc.mcpServers.remote.headers = { Authorization: `Bearer ${token}`, "X-Team": "blue" };
     writeFileSync(file, JSON.stringify(doc, null, 2));
     const before = read(file);
     const other = join(u.root, "other state");
@@ -33,6 +34,8 @@ describe("portcullis wrap --json", () => {
         refused: [],
         // wrap leaves the env as it is: the token stays in clear in the host file, said by name
         credentialsInClear: [{ server: "inventory-local", variables: ["GITHUB_TOKEN"] }],
+        // so does the HTTP entry's header, which wrap leaves alone
+        headersInClear: [{ server: "remote", headers: ["Authorization"] }],
         // no store in this state directory: no label's history is another server's
         labelHistory: [],
       },
