@@ -31,6 +31,7 @@ import type { StoreCause } from "../store/storeError.js";
 import { closedDirectory } from "../util/errno.js";
 import { xdgStateHome } from "../util/xdg.js";
 import { type SecretPolicy, storedPolicies } from "../vault/secrets.js";
+import { frontOf, listenFronts } from "./doctorFronts.js";
 import { configHeaderFindings, headerFindings } from "./doctorHeaders.js";
 import { entryStateDir, labelFindings } from "./doctorLabels.js";
 import {
@@ -203,6 +204,7 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
   /** the bearer token files `run --listen` would read, from the host entries and portcullis.json */
   const tokenFiles: NamedTokenFile[] = [];
   const recorded = new Map((isDir ? safeRecords(path) : []).map((r) => [r.file, r]));
+  const fronts = listenFronts(path, cwd);
   for (const f of foundHostFiles(cwd)) {
     // What the host file says is one question (a file the host cannot read either: the user's
     // to fix); what doctor makes of it is another: an error there is portcullis's own, and was
@@ -242,7 +244,20 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
           next: advice.command,
         });
       }
-      const remote = list.filter((s) => !s.wrapped && s.kind === "http").map((s) => s.key);
+      // an HTTP entry that reaches a --listen front of this state directory is behind portcullis
+      const atFront = read.servers
+        .map((s) => ({ key: s.key, label: frontOf(s.entry, fronts) }))
+        .filter((s): s is { key: string; label: string } => s.label !== null);
+      if (atFront.length > 0)
+        findings.push({
+          ok: true,
+          what: `${f.file}: behind portcullis's --listen front: ${atFront.map((s) => (s.key === s.label ? s.key : `${s.key} (label ${quotedName(s.label)})`)).join(", ")}`,
+          next: "nothing",
+        });
+      const behindFront = new Set(atFront.map((s) => s.key));
+      const remote = list
+        .filter((s) => !s.wrapped && s.kind === "http" && !behindFront.has(s.key))
+        .map((s) => s.key);
       if (remote.length > 0)
         findings.push({
           ok: true,
@@ -294,8 +309,9 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
       // the vault holds for it left in clear in the entry's env
       for (const s of read.servers) {
         findings.push(...labelFindings(f, s.key, s.entry, cwd, { stateDir: path, secrets: vault }));
-        // and no credential header written out in clear (its value stays unread and unprinted)
-        findings.push(...headerFindings(f, s.key, s.entry, path));
+        // and no credential header written out in clear (its value stays unread and unprinted);
+        // not a front's own bearer token, which the host must send it
+        if (!behindFront.has(s.key)) findings.push(...headerFindings(f, s.key, s.entry, path));
         // an HTTP front's option with no address to listen on: run refuses it at every start
         findings.push(...entryListenFindings(f, s.key, s.entry, cwd));
         tokenFiles.push(...entryTokenFiles(f, s.key, s.entry, cwd));
