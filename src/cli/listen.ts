@@ -10,6 +10,7 @@ import { GatewayRegistry } from "../gateway/registry.js";
 import { type TcpEnd, tcpPeerHolders } from "../identity/proc.js";
 import { briefly, lockFreeSoon, type Store } from "../store/db.js";
 import { beginStoreEnding, type StoreEnding } from "../store/ending.js";
+import { quotedCommand } from "../store/stateDir.js";
 import { closeStoreUnlessLost, IDLE_CHECK_MS, watchStoreFiles } from "../store/storeWatch.js";
 import type { ServerLink } from "../supervisor/link.js";
 import { LaunchError } from "../supervisor/supervisor.js";
@@ -105,6 +106,7 @@ export async function serveListen(
   const front = new HttpFront({
     address: settings.address,
     token: settings.token,
+    tokenCommand: quotedCommand("status", shared.stateDir),
     maxMessageBytes: server.maxMessageBytes ?? 64 * 1024 * 1024,
     maxSessions: settings.maxSessions,
     idleTimeoutMs: settings.idleTimeoutMs,

@@ -36,6 +36,12 @@ export interface HttpFrontOptions {
   address: ListenAddress;
   /** null: --no-auth (loopback only, checked by the caller; on Linux only this user's processes are served) */
   token: string | null;
+  /**
+   * The command that shows the token, with the front's state directory when it is not the
+   * default: a client refused 401 was told 'portcullis status', which looks in the default one
+   * (or its own PORTCULLIS_HOME) and does not list this front when it was started elsewhere.
+   */
+  tokenCommand?: string;
   maxMessageBytes: number;
   maxSessions: number;
   idleTimeoutMs: number;
@@ -185,8 +191,8 @@ export class HttpFront {
         res,
         401,
         header(req, "authorization") === undefined
-          ? "a bearer token is required (see 'portcullis status' for it)"
-          : "the bearer token given is not this gateway's (see 'portcullis status' for it)",
+          ? `a bearer token is required (see ${this.o.tokenCommand ?? "'portcullis status'"} for it)`
+          : `the bearer token given is not this gateway's (see ${this.o.tokenCommand ?? "'portcullis status'"} for it)`,
       );
     }
     // the connecting process, found before anything of the request is taken (every request of the
