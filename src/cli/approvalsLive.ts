@@ -13,9 +13,10 @@ import { quotedCommand, stateDirFlagFor } from "../store/stateDir.js";
 import { StoreFiles } from "../store/storeFiles.js";
 import { printableJson } from "../util/printableJson.js";
 import { EXIT_OK, UsageError } from "./errors.js";
+import { pendingStamp } from "./pendingStamp.js";
 import { drawnOrUnreadable, requestJson, unreadableReview } from "./unreadableReview.js";
 
-/** How often the store is read while watching. */
+/** How often the store's stamp is read while watching (the rows only when it changed). */
 const WATCH_POLL_MS = 500;
 
 /** The request `approve --next` / `deny --next` decides, and why it was picked, in words. */
@@ -80,43 +81,19 @@ export async function watchRequests(
   process.on("SIGTERM", onSignal);
   let known = new Map<string, PendingRequest>();
   let lastDraw: string | null = null;
+  // the stamp of the last read (pendingStamp.ts): the rows are read again only once it differs
+  let lastStamp: string | null = null;
   try {
     for (;;) {
       // one stat of each file per read: the list and the sweep are of the store the others use
       StoreFiles.of(db).assertKept();
-      sweep();
-      const now = pendingRequests(db);
-      const ids = new Map(now.map((r) => [r.request, r]));
-      if (json) {
-        for (const r of now) {
-          const before = known.get(r.request);
-          if (!before) print({ change: "pending", request: requestJson(r) });
-          else if (callWaitKey(before) !== callWaitKey(r)) print(callWaitChange(r));
-        }
-        for (const id of known.keys()) {
-          if (ids.has(id)) continue;
-          const closed = getRequest(db, id);
-          print({
-            change: "closed",
-            request: id,
-            state: closed?.state ?? "gone",
-            decidedAt: closed?.decidedAt ?? null,
-            decidedBy: closed?.decidedBy ?? null,
-            decisionFor: closed?.decisionFor ?? null,
-          });
-        }
-      } else {
-        // the listing's page (approvals without --all): the 20 newest, the newest last
-        const page = pendingPage(db, 0, LISTED_REQUESTS);
-        const frame = drawList(page.rows.reverse(), page.total, verbose, stateDir);
-        // Redrawn only on change: the "expires in" of a request alone changes every second.
-        const key = now.map((r) => `${r.request}:${r.waiting}:${callWaitKey(r)}`).join(",");
-        if (key !== lastDraw) {
-          lastDraw = key;
-          process.stdout.write(`${process.stdout.isTTY ? "\u001b[2J\u001b[H" : ""}${frame}\n`);
-        }
+      if (pendingStamp(db) !== lastStamp) {
+        sweep();
+        // taken after the sweep (its own writes counted), before the read: whatever is committed
+        // while reading makes the next stamp differ
+        lastStamp = pendingStamp(db);
+        readAndShow();
       }
-      known = ids;
       const wake = await Promise.race([
         stopped.then(() => "stop" as const),
         new Promise<"tick">((r) => setTimeout(() => r("tick"), WATCH_POLL_MS)),
@@ -126,6 +103,42 @@ export async function watchRequests(
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
+  }
+
+  /** The pending rows read, and what changed printed (--json) or the list redrawn. */
+  function readAndShow(): void {
+    const now = pendingRequests(db);
+    const ids = new Map(now.map((r) => [r.request, r]));
+    if (json) {
+      for (const r of now) {
+        const before = known.get(r.request);
+        if (!before) print({ change: "pending", request: requestJson(r) });
+        else if (callWaitKey(before) !== callWaitKey(r)) print(callWaitChange(r));
+      }
+      for (const id of known.keys()) {
+        if (ids.has(id)) continue;
+        const closed = getRequest(db, id);
+        print({
+          change: "closed",
+          request: id,
+          state: closed?.state ?? "gone",
+          decidedAt: closed?.decidedAt ?? null,
+          decidedBy: closed?.decidedBy ?? null,
+          decisionFor: closed?.decisionFor ?? null,
+        });
+      }
+    } else {
+      // the listing's page (approvals without --all): the 20 newest, the newest last
+      const page = pendingPage(db, 0, LISTED_REQUESTS);
+      const frame = drawList(page.rows.reverse(), page.total, verbose, stateDir);
+      // Redrawn only on change: the "expires in" of a request alone changes every second.
+      const key = now.map((r) => `${r.request}:${r.waiting}:${callWaitKey(r)}`).join(",");
+      if (key !== lastDraw) {
+        lastDraw = key;
+        process.stdout.write(`${process.stdout.isTTY ? "\u001b[2J\u001b[H" : ""}${frame}\n`);
+      }
+    }
+    known = ids;
   }
 }
 

@@ -1,0 +1,118 @@
+// `approvals --watch` with thousands of pending rows written into the store by another process of
+// the user. It read every row (and judged each one's gateway alive) twice a second, keeping a CPU
+// busy while nothing changed; it now reads a stamp (src/cli/pendingStamp.ts) and the rows only when
+// the stamp moved. What it tells must not change: a new request, a decided one and one whose time
+// ran out (closed by the watcher's own sweep: no other process knows the forged row) are each told.
+
+import { readFileSync } from "node:fs";
+import { afterEach, describe, expect, it } from "vitest";
+import { openStore } from "../../src/store/db.js";
+import { nextRequest } from "../helpers/approvals.js";
+import { watchApprovalsJson } from "../helpers/approvalsWatch.js";
+import { waitFor } from "../helpers/files.js";
+import { runCli, startInventory } from "../helpers/gateway.js";
+import { makeProject } from "../helpers/project.js";
+import { newStateDir, passphraseEnv } from "../helpers/state.js";
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+const FORGED = 3000;
+
+/** CPU seconds (user + system) the process has used so far, from /proc. */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** Copies of the stored row `of` under new IDs (the same live run), each with `changes` applied. */
+function forge(stateDir: string, of: string, ids: string[], changes: Record<string, unknown>): void {
+  const db = openStore(stateDir);
+  const real = db.prepare("SELECT * FROM approval_requests WHERE request = ?").get(of) as Record<
+    string,
+    unknown
+  >;
+  const columns = Object.keys(real);
+  const insert = db.prepare(
+    `INSERT INTO approval_requests (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
+  );
+  db.transaction(() => {
+    for (const id of ids) insert.run(...Object.values({ ...real, request: id, ...changes }));
+  })();
+  db.close();
+}
+
+describe("approvals --watch over thousands of forged pending rows", () => {
+  it("idles without reading them, and still tells a new request, a decided one and an expired one", async () => {
+    const stateDir = newStateDir();
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const gw = await startInventory(project, ["--approval", "per-call", "--approval-timeout", "60000"], {
+      stateDir,
+      credentials: true,
+    });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const seen = new Set<string>();
+    const first = gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "S-1", delta: 1 } });
+    const real = await nextRequest(stateDir, seen);
+    const forgedIds = Array.from({ length: FORGED }, (_, i) => `forged${i}`);
+    forge(stateDir, real.request, forgedIds, { created_at: "2000-01-01T00:00:00.000Z" });
+
+    const w = watchApprovalsJson(stateDir, cleanup);
+    const lines = () =>
+      w
+        .out()
+        .split("\n")
+        .filter((l) => l.endsWith("}"))
+        .map((l) => JSON.parse(l) as { change: string; request: unknown; state?: string });
+    const told = (change: string, id: string) =>
+      lines().find(
+        (l) =>
+          l.change === change &&
+          (typeof l.request === "string" ? l.request : (l.request as { request: string }).request) === id,
+      );
+    await waitFor(
+      () => lines().filter((l) => l.change === "pending").length === FORGED + 1,
+      30_000,
+      "every row told",
+    );
+
+    // nothing changes for three seconds (six polls): the watcher reads no row meanwhile
+    const before = cpuSeconds(w.child.pid!);
+    await new Promise((r) => setTimeout(r, 3000));
+    const idle = cpuSeconds(w.child.pid!) - before;
+    expect(idle, `CPU seconds used by the watcher while nothing changed: ${idle}`).toBeLessThan(0.4);
+
+    // a request a gateway makes
+    void gw.client
+      .callTool({ name: "adjust_inventory", arguments: { sku: "S-2", delta: 2 } })
+      .catch((e) => e);
+    const made = await nextRequest(stateDir, seen);
+    await waitFor(() => told("pending", made.request), 20_000, "the new request told");
+
+    // a row whose time runs out: only the watcher's sweep closes it
+    forge(stateDir, real.request, ["soon"], { expires_at: new Date(Date.now() + 1500).toISOString() });
+    await waitFor(() => told("pending", "soon"), 20_000, "the short-lived row told");
+    const expired = await waitFor(() => told("closed", "soon"), 20_000, "the expired row told closed");
+    expect(expired.state).toBe("expired");
+
+    // a decision
+    const ok = await runCli(["approve", real.request, "--for", "call", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(ok.code, ok.stderr).toBe(0);
+    expect((await first).isError).toBeFalsy();
+    const decided = await waitFor(
+      () => told("closed", real.request),
+      20_000,
+      "the decided request told closed",
+    );
+    expect(decided.state).toBe("approved");
+    w.child.kill("SIGINT");
+    expect(await w.exited).toBe(0);
+  }, 60_000);
+});
