@@ -502,7 +502,13 @@ export const CONSOLE_ROUTES: Route[] = [
     session: true,
     handle: (ctx) => {
       const q = ctx.url.searchParams;
-      const body = catalogBody(ctx.app.db, labelAskedIn(q), intParam(q.get("from")), intParam(q.get("to")));
+      const body = catalogBody(
+        ctx.app.db,
+        labelAskedIn(q),
+        intParam(q.get("from")),
+        intParam(q.get("to")),
+        intParam(q.get("labels-from")) ?? 0,
+      );
       page(ctx, 200, "Catalog", body, "/catalog");
     },
   },

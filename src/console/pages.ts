@@ -22,6 +22,7 @@ import { displayCommand } from "../util/redact.js";
 import { assetPath, CONSOLE_SCRIPT, integrity } from "./assetPaths.js";
 import { CONSOLE_CSS } from "./assets.js";
 import { notHonouredNote, type reviewCard, reviewCardOrNotice } from "./card.js";
+import { labelsList, orderedLabels } from "./catalogLabels.js";
 import { catalogHref, type LabelAsked, labelAsked } from "./catalogLinks.js";
 import { type Html, html } from "./html.js";
 import { loginPasskeyPart, type PasskeyDecisions } from "./passkeyPages.js";
@@ -285,23 +286,19 @@ export function grantsBody(db: Store, stateDir: string, csrf: string, offset = 0
   }`;
 }
 
-function catalogLabels(db: Store): string[] {
-  return (
-    db
-      .prepare("SELECT DISTINCT server_label FROM catalog_revisions ORDER BY server_label")
-      .pluck()
-      .all() as string[]
-  ).filter((l) => typeof l === "string");
-}
-
-/** Every label's revisions, and for a chosen label a side-by-side diff of two revisions. */
-export function catalogBody(db: Store, asked: LabelAsked, from: number | null, to: number | null): Html {
-  const labels = catalogLabels(db);
-  const list = html`<h1>Catalog revisions</h1><ul class="labels">${labels.map((l) =>
-    mayOverflow(l)
-      ? html`<li><a href="${catalogHref(l)}">label</a> ${storedText(l)}</li>`
-      : html`<li><a href="${catalogHref(l)}">${l}</a></li>`,
-  )}</ul>`;
+/**
+ * One page of the labels (labelsList, at `labelsFrom`), and for a chosen label its revisions and a
+ * side-by-side diff of two of them. The chosen label opens whatever page lists it.
+ */
+export function catalogBody(
+  db: Store,
+  asked: LabelAsked,
+  from: number | null,
+  to: number | null,
+  labelsFrom = 0,
+): Html {
+  const labels = orderedLabels(db);
+  const list = html`<h1>Catalog revisions</h1>${labelsList(labels, labelsFrom)}`;
   const label = labelAsked(labels, asked);
   if (label === null)
     return html`${list}${
