@@ -285,6 +285,7 @@ button:disabled { opacity: .5; cursor: not-allowed; }
 /* the Requests page when it does not draw every pending request (requestList.ts) */
 .requests-capped { margin: 0 0 1rem; padding: .4rem .8rem; border: 1px solid var(--line); border-radius: 6px; font-size: 13px; }
 .requests-capped p { margin: 0 0 .3rem; } .pager { font-weight: 600; }
+.sessions-page { display: inline-block; margin: .2rem 1rem .2rem 0; }
 /* the process chain's list, capped in height with its note: a chain of thousands leaves the buttons in view */
 .chain-box ol { margin: 0; padding-left: 2.2rem; }
 main > section, main > h2, main > h3 { margin-top: 1.4rem; } main > table { margin-bottom: 1rem; }

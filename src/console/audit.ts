@@ -8,6 +8,7 @@ import { storedRunEnds } from "../approval/storedRunEnd.js";
 import { ChainVerifier, openRecords, type StoredRecord, storedRecords, verifyStore } from "../audit/index.js";
 import type { Store } from "../store/db.js";
 import { redactEvent } from "../util/redact.js";
+import { orderedSessions, runsServedNow } from "./auditSessions.js";
 import { type AuditPageData, auditViews } from "./pages.js";
 
 export function auditData(db: Store, auditKey: KeyObject | null): AuditPageData {
@@ -26,7 +27,9 @@ export function auditData(db: Store, auditKey: KeyObject | null): AuditPageData 
       event: redactEvent(r.event),
     }));
     // a run the log holds no end of whose row says it ended: shown so, never as open
-    return { verified, opened: auditViews(opened, storedRunEnds(db)) };
+    const views = auditViews(opened, storedRunEnds(db))!;
+    // the Sessions table's order: runs served now first (thousands may be appended: auditSessions.ts)
+    return { verified, opened: { ...views, sessions: orderedSessions(views.sessions, runsServedNow(db)) } };
   } catch (e) {
     return { verified, opened: null, openProblem: `the audit could not be opened: ${(e as Error).message}` };
   }

@@ -326,12 +326,15 @@ async function openAudit(ctx: RouteContext): Promise<void> {
   const { app, form } = ctx;
   const s = ctx.session!;
   const passphrase = form!.get("passphrase") ?? "";
+  // which page of the Sessions table (thousands of runs may be in the log: auditSessions.ts)
+  const from = intParam(form!.get("sessions-from")) ?? 0;
   const held = passphrase === "" ? app.sessions.proof(s, ctx.proofKey) : null;
-  if (held) return page(ctx, 200, "Audit", auditBody(auditData(app.db, held.auditKey), s.csrf), "/audit");
+  if (held)
+    return page(ctx, 200, "Audit", auditBody(auditData(app.db, held.auditKey), s.csrf, true, from), "/audit");
   try {
     const proof = await app.prove(passphrase, ctx.ticketed);
     const proofKey = app.sessions.proven(s, proof);
-    const opened = auditBody(auditData(app.db, proof.auditKey), s.csrf);
+    const opened = auditBody(auditData(app.db, proof.auditKey), s.csrf, proofKey !== null, from);
     return page(ctx, 200, "Audit", opened, "/audit", proofKey === null ? undefined : { proofKey });
   } catch (e) {
     const problem = proofProblem(e);

@@ -21,6 +21,7 @@ import type { Store } from "../store/db.js";
 import { displayCommand } from "../util/redact.js";
 import { assetPath, CONSOLE_SCRIPT, integrity } from "./assetPaths.js";
 import { CONSOLE_CSS } from "./assets.js";
+import { sessionsTable } from "./auditSessions.js";
 import { notHonouredNote, type reviewCard, reviewCardOrNotice } from "./card.js";
 import { labelsList, orderedLabels } from "./catalogLabels.js";
 import { catalogHref, type LabelAsked, labelAsked } from "./catalogLinks.js";
@@ -359,8 +360,11 @@ export interface AuditPageData {
   openProblem?: string;
 }
 
-/** `held`: a passphrase proof is held, so the tab that proved it opens the audit without asking. */
-export function auditBody(d: AuditPageData, csrf: string, held = false): Html {
+/**
+ * `held`: a passphrase proof is held, so the tab that proved it opens the audit (or another page
+ * of its Sessions table, `sessionsFrom`) without asking.
+ */
+export function auditBody(d: AuditPageData, csrf: string, held = false, sessionsFrom = 0): Html {
   const v = d.verified;
   return html`<h1>Audit</h1>
   <section class="verify"><h2>Verification</h2>${
@@ -370,10 +374,7 @@ export function auditBody(d: AuditPageData, csrf: string, held = false): Html {
   }</section>
   ${
     d.opened
-      ? html`<section><h2>Sessions</h2><table><thead><tr><th>run</th><th>server</th><th>started</th><th>ended</th><th>epochs</th><th>calls</th><th>refused</th><th>approvals</th></tr></thead><tbody>${d.opened.sessions.map(
-          (s) =>
-            html`<tr><td><code>${storedText(s.run)}</code></td><td>${storedText(s.server ?? "-")}</td><td>${storedText(s.startedAt ?? "-")}</td><td>${s.endedAt ? storedText(s.endedAt) : s.endInStoreOnly ? html`<span class="error">in the store only, unrecorded: its row says ${storedText(s.endInStoreOnly.endedAt)} (reason in the row: ${storedText(s.endInStoreOnly.reason ?? "none")}); the audit log holds no end</span>` : "-"}${s.endReason ? html` (${storedText(s.endReason)})` : ""}</td><td>${s.epochs.length}</td><td>${s.calls}${s.callsAfterEnd > 0 ? html` (${s.callsAfterEnd} after its end)` : ""}</td><td>${s.refused}</td><td>${s.approvals.requested} asked, ${s.approvals.granted} granted, ${s.approvals.denied} denied</td></tr>`,
-        )}</tbody></table></section>
+      ? html`${sessionsTable(d.opened.sessions, sessionsFrom, csrf, held)}
         <section><h2>Activity</h2><table><thead><tr><th>time</th><th>server</th><th>tool</th><th>epoch</th><th>rev</th><th>grant</th><th>decision</th><th>outcome</th></tr></thead><tbody>${d.opened.activity
           .slice(-200)
           .reverse()

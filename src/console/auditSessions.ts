@@ -1,0 +1,87 @@
+/**
+ * The Audit page's Sessions table. Any process of the user can append records to the audit log
+ * (they are sealed to the keyring's public key, which every process reads): thousands of runs of
+ * its own. The table drew every run in the order they started: 3,000 made 500 KB and 83,000 px of
+ * rows above the Activity table, the human's run among them. It draws SESSIONS_SHOWN at a time,
+ * the runs whose gateway still runs first (runsServedNow), then the latest started first, says how
+ * many there are, and offers the other pages: each is the audit opened again, with the held proof
+ * or the passphrase, as the first was.
+ */
+import { runGatewayLiveness } from "../approval/runs.js";
+import type { SessionView } from "../audit/index.js";
+import type { Store } from "../store/db.js";
+import { type Html, html } from "./html.js";
+import { storedText } from "./storedText.js";
+
+/** Runs drawn on one page of the Sessions table. */
+export const SESSIONS_SHOWN = 25;
+
+/**
+ * The runs the store says are not ended whose gateway is not provably gone (as a run's
+ * gatewayAlive: one this process cannot judge, in another PID namespace, counts).
+ */
+export function runsServedNow(db: Store): Set<string> {
+  const rows = db
+    .prepare(
+      "SELECT run, gateway_pid, gateway_pid_start, gateway_pid_ns, gateway_boot FROM runs WHERE ended_at IS NULL",
+    )
+    .all() as (Parameters<typeof runGatewayLiveness>[0] & { run: string })[];
+  return new Set(rows.filter((r) => runGatewayLiveness(r) !== "gone").map((r) => r.run));
+}
+
+/** The sessions as the table lists them: served now first, then the latest started first. */
+export function orderedSessions(
+  sessions: readonly SessionView[],
+  servedNow: ReadonlySet<string>,
+): SessionView[] {
+  // the view lists runs in the order of their first record: turned over, the latest started first
+  const latestFirst = [...sessions].reverse();
+  return [
+    ...latestFirst.filter((s) => servedNow.has(s.run)),
+    ...latestFirst.filter((s) => !servedNow.has(s.run)),
+  ];
+}
+
+function count(n: number): string {
+  return n.toLocaleString("en-US");
+}
+
+/** A button opening the audit again at another page of the table (the held proof, or the passphrase). */
+function pageButton(csrf: string, held: boolean, from: number, label: string, testid: string): Html {
+  return html`<form method="post" action="/audit/open" class="sessions-page"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="sessions-from" value="${from}">${
+    held
+      ? ""
+      : html`<label>Passphrase <input type="password" name="passphrase" autocomplete="current-password" required data-testid="${testid}-proof"></label> `
+  }<button type="submit" data-testid="${testid}">${label}</button></form>`;
+}
+
+/** One page of the Sessions table at `offset` (sessions already ordered), with its pager. */
+export function sessionsTable(
+  sessions: readonly SessionView[],
+  offset: number,
+  csrf: string,
+  held: boolean,
+): Html {
+  const rows = sessions.slice(offset, offset + SESSIONS_SHOWN);
+  const after = sessions.length - offset - rows.length;
+  const capped =
+    sessions.length > rows.length
+      ? html`<div class="requests-capped" data-testid="sessions-capped"><p>${count(sessions.length)} runs are in the audit; this table shows ${
+          rows.length === 0 ? "none of them" : `${count(offset + 1)} to ${count(offset + rows.length)}`
+        }: the runs whose gateway still runs first, then the latest started first (any process of yours can append runs of its own to the log; <code>portcullis audit sessions</code> lists every one).</p>${
+          offset > 0
+            ? pageButton(
+                csrf,
+                held,
+                Math.max(0, offset - SESSIONS_SHOWN),
+                `the previous ${count(Math.min(offset, SESSIONS_SHOWN))}`,
+                "sessions-previous",
+              )
+            : ""
+        }${after > 0 ? pageButton(csrf, held, offset + rows.length, `the next ${count(Math.min(after, SESSIONS_SHOWN))}`, "sessions-next") : ""}</div>`
+      : "";
+  return html`<section><h2>Sessions</h2>${capped}<table><thead><tr><th>run</th><th>server</th><th>started</th><th>ended</th><th>epochs</th><th>calls</th><th>refused</th><th>approvals</th></tr></thead><tbody>${rows.map(
+    (s) =>
+      html`<tr><td><code data-testid="session-run">${storedText(s.run)}</code></td><td>${storedText(s.server ?? "-")}</td><td>${storedText(s.startedAt ?? "-")}</td><td>${s.endedAt ? storedText(s.endedAt) : s.endInStoreOnly ? html`<span class="error">in the store only, unrecorded: its row says ${storedText(s.endInStoreOnly.endedAt)} (reason in the row: ${storedText(s.endInStoreOnly.reason ?? "none")}); the audit log holds no end</span>` : "-"}${s.endReason ? html` (${storedText(s.endReason)})` : ""}</td><td>${s.epochs.length}</td><td>${s.calls}${s.callsAfterEnd > 0 ? html` (${s.callsAfterEnd} after its end)` : ""}</td><td>${s.refused}</td><td>${s.approvals.requested} asked, ${s.approvals.granted} granted, ${s.approvals.denied} denied</td></tr>`,
+  )}</tbody></table></section>`;
+}
