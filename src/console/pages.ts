@@ -287,6 +287,9 @@ export function grantsBody(db: Store, stateDir: string, csrf: string, offset = 0
   }`;
 }
 
+/** Revisions of one label drawn on the Catalog page: the latest. */
+export const REVISIONS_SHOWN = 50;
+
 /**
  * One page of the labels (labelsList, at `labelsFrom`), and for a chosen label its revisions and a
  * side-by-side diff of two of them. The chosen label opens whatever page lists it.
@@ -314,8 +317,14 @@ export function catalogBody(
   const before = a !== null ? getRevision(db, label, a) : null;
   const after = b !== null ? getRevision(db, label, b) : null;
   const q = (x: number, y: number) => catalogHref(label, x, y);
-  return html`${list}<h2>${storedText(label)}</h2>
-  <table><thead><tr><th>revision</th><th>fingerprint</th><th>tools</th><th>first seen</th><th></th></tr></thead><tbody>${revs.map(
+  // a process of the user can record thousands of revisions under a label: the latest are drawn
+  const shown = revs.slice(-REVISIONS_SHOWN);
+  return html`${list}<h2>${storedText(label)}</h2>${
+    shown.length < revs.length
+      ? html`<p class="requests-capped" data-testid="revisions-capped">${revs.length.toLocaleString("en-US")} revisions are recorded under this label; the latest ${REVISIONS_SHOWN} are shown (<code>portcullis catalog list</code> lists every one, and a diff of any two opens at its link).</p>`
+      : ""
+  }
+  <table><thead><tr><th>revision</th><th>fingerprint</th><th>tools</th><th>first seen</th><th></th></tr></thead><tbody>${shown.map(
     (r) =>
       html`<tr><td>${storedText(r.revision)}</td><td><code>${storedText(String(r.fingerprint).slice(0, 23))}…</code></td><td>${storedText(r.tools)}</td><td>${storedText(r.firstSeenAt)}</td><td>${
         r.revision > 1 ? html`<a href="${q(r.revision - 1, r.revision)}">diff with ${r.revision - 1}</a>` : ""

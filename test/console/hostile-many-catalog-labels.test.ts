@@ -32,6 +32,9 @@ describe("thousands of catalog labels written into the store", () => {
             first_seen_at: "2999-01-01T00:00:00.000Z",
           }),
         );
+      // and one label with 300 revisions
+      for (let r = 1; r <= 300; r++)
+        insert.run(...Object.values({ ...real, server_label: "many-revisions", revision: r }));
     })();
     db.close();
     const c = await startConsoleProcess(stateDir);
@@ -43,7 +46,7 @@ describe("thousands of catalog labels written into the store", () => {
     expect(await labels.count()).toBe(50);
     expect(await labels.first().textContent()).toBe(real.server_label);
     expect(await page.getByTestId("labels-capped").textContent()).toContain(
-      `${(FORGED + 1).toLocaleString("en-US")} labels have catalog revisions; this page lists 1 to 50: the labels of running gateways first`,
+      `${(FORGED + 2).toLocaleString("en-US")} labels have catalog revisions; this page lists 1 to 50: the labels of running gateways first`,
     );
     // the page is short: its HTML, not megabytes
     expect((await page.content()).length).toBeLessThan(100_000);
@@ -60,5 +63,14 @@ describe("thousands of catalog labels written into the store", () => {
     const last = `a-forged-0000-${"x".repeat(280)}`;
     await page.goto(`${c.url}/catalog?label=${encodeURIComponent(last)}`);
     expect(await page.locator("main h2 [data-testid=stored-text]").textContent()).toBe(last);
+
+    // a label's revisions: the latest 50 drawn, the count said
+    await page.goto(`${c.url}/catalog?label=many-revisions`);
+    const revisions = page.locator("main > table > tbody > tr");
+    expect(await revisions.count()).toBe(50);
+    expect(await revisions.last().locator("td").first().textContent()).toBe("300");
+    expect(await page.getByTestId("revisions-capped").textContent()).toContain(
+      "300 revisions are recorded under this label; the latest 50 are shown",
+    );
   });
 });
