@@ -51,7 +51,14 @@ import { printableJson } from "../util/printableJson.js";
 import { redactEvent } from "../util/redact.js";
 import { shellWord } from "../util/shellWord.js";
 import { readSmallFile, SmallFileError } from "../util/smallFile.js";
-import { emptyValue, leadingZero, parse as parseArgs, subcommandFirst, unknownSubcommand } from "./args.js";
+import {
+  emptyValue,
+  givenSubcommand,
+  leadingZero,
+  parse as parseArgs,
+  subcommandFirst,
+  unknownSubcommand,
+} from "./args.js";
 import { UsageError as CliUsageError, missingSubcommand } from "./errors.js";
 import { failureLine } from "./failureLine.js";
 import { keyringEnding } from "./keyringAdvice.js";
@@ -95,6 +102,16 @@ const AUDIT_OPTIONS = {
   checkpoint: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
+
+/**
+ * The subcommand an `audit` line names, read as auditCommand reads it (an option may come first),
+ * from the words main.ts is given, `--state-dir` still among them: a failure met before the
+ * subcommand runs (no state directory, a store that cannot be used, `--state-dir` given twice)
+ * names it too ("portcullis audit verify: …"). Null when none is given or the word is none.
+ */
+export function auditSubcommand(args: string[]): string | null {
+  return givenSubcommand(args, { ...AUDIT_OPTIONS, "state-dir": { type: "string" } }, AUDIT_SUBCOMMANDS);
+}
 
 export async function auditCommand(args: string[], ctx: { stateDir: string }): Promise<number> {
   const [first] = args;

@@ -33,15 +33,25 @@ An option may come before the subcommand: 'catalog --json list LABEL' is 'catalo
 
 const CATALOG_SUBCOMMANDS = ["show", "diff", "list"] as const;
 
+const OPTIONS = {
+  json: { type: "boolean" },
+  revision: { type: "string" },
+  "state-dir": { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+/**
+ * The subcommand a `catalog` line names: main.ts names a state directory's or a store's failure
+ * with it ("portcullis catalog list: …"), as catalog's own refusals are named.
+ */
+export function catalogSubcommand(args: string[]): string | null {
+  return givenSubcommand(args, OPTIONS, CATALOG_SUBCOMMANDS);
+}
+
 export async function catalogCommand(args: string[]): Promise<number> {
-  const options = {
-    json: { type: "boolean" },
-    revision: { type: "string" },
-    "state-dir": { type: "string" },
-    help: { type: "boolean", short: "h" },
-  } as const;
+  const options = OPTIONS;
   // a refusal names the subcommand it is about, as vault's and audit's do
-  const named = givenSubcommand(args, options, CATALOG_SUBCOMMANDS);
+  const named = catalogSubcommand(args);
   const { values, positionals } = parse(named ? `catalog ${named}` : "catalog", args, options);
   if (values.help || positionals.length === 0) {
     process.stdout.write(`${CATALOG_HELP}\n`);

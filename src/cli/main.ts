@@ -69,6 +69,18 @@ Exit codes: 0 success, 1 a check failed, 2 usage or environment error, 70 an int
 type Command = (args: string[]) => Promise<number>;
 
 /**
+ * The command a state directory's or a store's sentence is named by (reportFailure): the group's
+ * subcommand with it once withStateDir has read it ("vault set"); else the command word itself.
+ */
+let failingCommand: string | undefined;
+
+/** Names what fails from here on by the command and its group's subcommand, when one is given. */
+function nameFailures(command: string, subcommand: string | null | undefined): string {
+  failingCommand = subcommand ? `${command} ${subcommand}` : command;
+  return failingCommand;
+}
+
+/**
  * Commands written against an explicit state directory take it from a leading or
  * trailing `--state-dir DIR` here, so every command accepts the flag the same way.
  */
@@ -80,8 +92,14 @@ function withStateDir(
   only: "reads" | "writes" | "itself",
   /** the command given nothing else prints its help (audit, vault, passkey); not lock or init */
   bareIsHelp = false,
+  /** a group's (audit, passkey, vault): the subcommand its words name, read as the group reads them */
+  subcommandOf?: (args: string[]) => string | null,
 ): Command {
   return async (args) => {
+    // A failure met here or before the subcommand runs (a --state-dir given twice, no state
+    // directory, a store that cannot be used) names the subcommand, as the subcommand's own
+    // failures do ("portcullis vault set: …", README "Commands"), not the group alone.
+    const named = nameFailures(name, subcommandOf?.(args));
     const rest = [...args];
     // Given twice, it is refused as every command's parser refuses an option given twice (args.ts):
     // taking the first here left the second to the subcommand's parser ("unknown option").
@@ -89,14 +107,14 @@ function withStateDir(
     const given = (end === -1 ? rest : rest.slice(0, end)).filter(
       (a) => a === "--state-dir" || a.startsWith("--state-dir="),
     );
-    if (given.length > 1) throw new UsageError(`${name}: ${repeated("--state-dir")}.`);
+    if (given.length > 1) throw new UsageError(`${named}: ${repeated("--state-dir")}.`);
     let flag: string | undefined;
     // only before a `--`: what follows it is operands, as the count above has it (POSIX)
     for (let i = 0; i < (end === -1 ? rest.length : end); i++) {
       const a = rest[i]!;
       if (a === "--state-dir") {
         flag = rest[i + 1];
-        if (flag === undefined) throw new UsageError(`${name}: --state-dir needs a value.`);
+        if (flag === undefined) throw new UsageError(`${named}: --state-dir needs a value.`);
         rest.splice(i, 2);
         break;
       }
@@ -169,13 +187,25 @@ const commands: Record<string, () => Promise<Command>> = {
     return (await import("./run.js")).runCommand;
   },
   status: async () => (await import("./status.js")).statusCommand,
-  catalog: async () => (await import("./catalog.js")).catalogCommand,
+  catalog: async () => {
+    const { catalogCommand, catalogSubcommand } = await import("./catalog.js");
+    return (args) => {
+      nameFailures("catalog", catalogSubcommand(args));
+      return catalogCommand(args);
+    };
+  },
   // init makes the state directory once it has a passphrase, and takes it back if it fails
   init: async () => withStateDir("init", (await import("./init.js")).initCommand, "itself"),
   passphrase: async () =>
     withStateDir("passphrase", (await import("./passphraseChange.js")).passphraseCommand, "reads"),
-  audit: async () => withStateDir("audit", (await import("./audit.js")).auditCommand, "reads", true),
-  passkey: async () => withStateDir("passkey", (await import("./passkey.js")).passkeyCommand, "reads", true),
+  audit: async () => {
+    const { auditCommand, auditSubcommand } = await import("./audit.js");
+    return withStateDir("audit", auditCommand, "reads", true, auditSubcommand);
+  },
+  passkey: async () => {
+    const { passkeyCommand, passkeySubcommand } = await import("./passkey.js");
+    return withStateDir("passkey", passkeyCommand, "reads", true, passkeySubcommand);
+  },
   demo: async () => (await import("./demo.js")).demoCommand,
   wrap: async () => {
     const { wrapCommand } = await import("./wrap.js");
@@ -188,7 +218,10 @@ const commands: Record<string, () => Promise<Command>> = {
   doctor: async () => (await import("./doctor.js")).doctorCommand,
   console: async () => (await import("./console.js")).consoleCommand,
   drill: async () => (await import("./drill.js")).drillCommand,
-  vault: async () => withStateDir("vault", (await import("./vault.js")).vaultCommand, "reads", true),
+  vault: async () => {
+    const { vaultCommand, vaultSubcommand } = await import("./vault.js");
+    return withStateDir("vault", vaultCommand, "reads", true, vaultSubcommand);
+  },
   unlock: async () => withStateDir("unlock", (await import("./vault.js")).unlockCommand, "reads"),
   lock: async () => withStateDir("lock", (await import("./vault.js")).lockCommand, "reads"),
   egress: async () => (await import("./egress.js")).egressCommand,
@@ -420,16 +453,17 @@ async function reportFailure(e: unknown, command: string | undefined): Promise<n
   const { failureLine } = await import("./failureLine.js");
   // A state directory's or a store's sentence ("no state directory at …", "the store … cannot be
   // written"), or a configuration file's ("FILE: not valid JSON …"), names no command: it is
-  // shared by every command that reads state or the file. It is named by the command that failed ("portcullis status: …", "portcullis vault: …"), as every other
-  // failure is, when that is one of the command line's (not an internal one's, nor a mistyped
-  // word's) and the sentence names none itself.
+  // shared by every command that reads state or the file. It is named by the command that
+  // failed ("portcullis status: …", "portcullis vault set: …", with a group's subcommand as its
+  // own failures are), as every other failure is, when that is one of the command line's (not an
+  // internal one's, nor a mistyped word's) and the sentence names none itself.
   const stateSentence = (sentence: string) =>
     command === undefined ||
     command.startsWith("__") ||
     !Object.hasOwn(commands, command) ||
     !failureLine(sentence).startsWith("portcullis: ")
       ? sentence
-      : `${command}: ${sentence}`;
+      : `${failingCommand ?? command}: ${sentence}`;
   const write = (sentence: string) =>
     // scrubbed again once escaped: an escape (`\u001b`) may spell a value holding such text anew
     process.stderr.write(`${scrubReleased(safeText(scrubReleased(failureLine(sentence))))}\n`);

@@ -37,6 +37,15 @@ const OPTIONS = {
   help: { type: "boolean", short: "h" },
 } as const;
 
+/**
+ * The subcommand a `passkey` line names, read as passkeyCommand reads it, from the words main.ts
+ * is given: a failure met before the subcommand runs (no state directory, a store that cannot be
+ * used, `--state-dir` given twice) names it too ("portcullis passkey rm: …").
+ */
+export function passkeySubcommand(args: string[]): string | null {
+  return givenSubcommand(idAfterRm(args), OPTIONS, PASSKEY_SUBCOMMANDS);
+}
+
 /** `portcullis passkey list|add|rm`: returns the exit code (0, 1 or 2). */
 export async function passkeyCommand(
   args: string[],
@@ -47,11 +56,12 @@ export async function passkeyCommand(
   } catch (e) {
     if (e instanceof UsageError) return fail(EXIT_USAGE, e.message);
     // named by the command, as vault's, unlock's and audit's are (its sentence names none)
-    if (e instanceof KeyringMissingError) return fail(EXIT_USAGE, `passkey: ${e.message}`);
+    const sub = passkeySubcommand(args);
+    if (e instanceof KeyringMissingError)
+      return fail(EXIT_USAGE, `passkey${sub ? ` ${sub}` : ""}: ${e.message}`);
     if (e instanceof PasskeyError) {
       // the message may hold an id as typed: printed inert. Named by the subcommand that met it
       // ("passkey rm: there is no passkey with that ID"), as the usage refusals are.
-      const sub = givenSubcommand(idAfterRm(args), OPTIONS, PASSKEY_SUBCOMMANDS);
       return fail(
         e.kind === "not-found" ? EXIT_USAGE : EXIT_CHECK_FAILED,
         `passkey${sub ? ` ${sub}` : ""}: ${safeText(e.message)}.`,

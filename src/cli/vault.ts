@@ -45,7 +45,7 @@ import {
   secretNames,
   VaultError,
 } from "../vault/secrets.js";
-import { leadingZero, oneOf, parse, subcommandFirst, unknownSubcommand } from "./args.js";
+import { givenSubcommand, leadingZero, oneOf, parse, subcommandFirst, unknownSubcommand } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, missingSubcommand, UsageError } from "./errors.js";
 import { headerHostMismatch } from "./headerSecrets.js";
 import { keyringEnding } from "./keyringAdvice.js";
@@ -122,6 +122,22 @@ const SET_OPTIONS = {
 } as const;
 const LIST_OPTIONS = { json: { type: "boolean" }, help: { type: "boolean", short: "h" } } as const;
 const RM_OPTIONS = { help: { type: "boolean", short: "h" } } as const;
+
+/**
+ * The subcommand a `vault` line names, read as vaultCommand reads it (an option may come first),
+ * from the words main.ts is given, `--state-dir` still among them: a failure met before the
+ * subcommand runs (no state directory, a store that cannot be used, `--state-dir` given twice)
+ * names it too ("portcullis vault set: …"). Null when none is given or the word is none.
+ */
+export function vaultSubcommand(args: string[]): string | null {
+  const options = {
+    ...SET_OPTIONS,
+    ...LIST_OPTIONS,
+    ...RM_OPTIONS,
+    "state-dir": { type: "string" },
+  } as const;
+  return givenSubcommand(args, options, VAULT_SUBCOMMANDS);
+}
 
 export async function vaultCommand(args: string[], ctx: { stateDir: string }): Promise<number> {
   const [sub] = args;

@@ -91,7 +91,8 @@ describe("approve, deny, revoke and passkey rm name a state directory escaped in
       approve: ["approve", second, "--for", "session"],
       deny: ["deny", second],
       revoke: ["revoke", grant],
-      passkey: ["passkey", "rm", key.id],
+      // named by its subcommand, as passkey's other failures are
+      "passkey rm": ["passkey", "rm", key.id],
     };
     for (const [command, args] of Object.entries(runs)) {
       const r = await runCli([...args, "--state-dir", stateDir], { env });

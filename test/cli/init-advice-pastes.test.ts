@@ -25,7 +25,6 @@ describe("no keyring: the init to run", () => {
     // a store and no keyring (the audit commands read the store before the keyring)
     copyFileSync(join(newStateDir(), "portcullis.db"), join(dir, "portcullis.db"));
     const commands: [string, string[]][] = [
-      // a failure inside a subcommand names it (README, "Commands")
       ["vault list", ["vault", "list"]],
       ["vault set", ["vault", "set", "api-key", "--deliver", "env", "--from-stdin"]],
       ["vault rm", ["vault", "rm", "api-key"]],

@@ -10,6 +10,9 @@
 //   option …"), where vault's and audit's name the subcommand;
 // - a missing state directory, a store that cannot be used: "portcullis: no state directory at
 //   …", the one sentence a first command meets, named by no command (main.ts reportFailure);
+//   then, for audit, passkey and vault (whose state directory main.ts reads before the
+//   subcommand runs), named by the group alone ("portcullis vault: …"), where every other failure
+//   of theirs names the subcommand ("portcullis vault set: …"); so was a --state-dir given twice;
 // - doctor on a state directory that does not exist offered "'portcullis console' starts it",
 //   a command that would start a console on the default state directory, not this one.
 // The real CLI, over pipes.
@@ -161,8 +164,14 @@ describe("failures name their command", () => {
     for (const [name, args] of [
       ["status", ["status"]],
       ["approvals", ["approvals"]],
-      ["vault", ["vault", "list"]],
-      ["audit", ["audit", "verify"]],
+      // a group's subcommand, wherever its options are written
+      ["vault list", ["vault", "list"]],
+      ["vault set", ["vault", "set", "tok", "--deliver", "env", "--from-stdin"]],
+      ["vault list", ["vault", "--json", "list"]],
+      ["audit verify", ["audit", "verify"]],
+      ["audit sessions", ["audit", "--json", "sessions"]],
+      ["passkey rm", ["passkey", "rm", "-rX9"]],
+      ["passkey list", ["passkey", "--json", "list"]],
       ["egress", ["egress"]],
     ] as const) {
       const r = await runCli([...args, "--state-dir", missing]);
@@ -176,14 +185,35 @@ describe("failures name their command", () => {
     writeFileSync(join(stateDir, "portcullis.db"), "not a database\n".repeat(100));
     for (const [name, args] of [
       ["grants", ["grants"]],
-      ["catalog", ["catalog", "list", "web"]],
+      ["catalog list", ["catalog", "list", "web"]],
       ["run", ["run", "--label", "x", "--", "true"]],
+      ["vault list", ["vault", "list"]],
+      ["audit export", ["audit", "export"]],
+      ["passkey list", ["passkey", "list"]],
     ] as const) {
       const r = await runCli([...args], { stateDir });
       expect(r.code, name).toBe(2);
       expect(r.stderr, name).toMatch(
         new RegExp(`^portcullis ${name}: the store .* is not a portcullis store`),
       );
+    }
+  });
+
+  it("a --state-dir given twice to audit, passkey or vault names the subcommand, as catalog's does", async () => {
+    const root = tempDir();
+    const twice = ["--state-dir", join(root, "a"), "--state-dir", join(root, "b")];
+    for (const [name, args] of [
+      ["vault set", ["vault", "set", "tok", ...twice]],
+      ["vault rm", ["vault", ...twice, "rm", "tok"]],
+      ["audit verify", ["audit", "verify", ...twice]],
+      ["passkey list", ["passkey", "list", ...twice]],
+      ["catalog list", ["catalog", "list", "web", ...twice]],
+      // no subcommand given: the group, as before
+      ["vault", ["vault", ...twice]],
+    ] as const) {
+      const r = await runCli([...args]);
+      expect(r.code, name).toBe(2);
+      expect(r.stderr, name).toBe(`portcullis ${name}: --state-dir is given more than once; give it once.\n`);
     }
   });
 

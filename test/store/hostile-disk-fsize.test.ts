@@ -104,7 +104,7 @@ describe("commands whose store reaches their file size limit", () => {
       const r = await set("n".repeat(60_000), blocks);
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toMatch(
-        new RegExp(`^portcullis vault: the store ${db} cannot be written: .*file size limit`),
+        new RegExp(`^portcullis vault set: the store ${db} cannot be written: .*file size limit`),
       );
       // was "cannot be read or written (input/output error). To fix it: … restore … from a backup",
       // or (under 32 KiB) a -wal "deleted while a process has the store open"
