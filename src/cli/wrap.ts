@@ -24,7 +24,7 @@ import {
   type WrapPlan,
   wrapFile,
 } from "../onboard/wrap.js";
-import { resolveStateDir, stateDirPath } from "../store/stateDir.js";
+import { resolveStateDir, stateDirFlagFor, stateDirPath } from "../store/stateDir.js";
 import { printableJson } from "../util/printableJson.js";
 import { looksGenerated, REDACTED, redactArgv, redactText } from "../util/redact.js";
 import { shellWord } from "../util/shellWord.js";
@@ -163,8 +163,9 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
   const stateDir = stateDirPath(values["state-dir"]);
   // the state directory the entries name, in the commands wrap prints: a bare 'portcullis init'
   // makes the default one (or $PORTCULLIS_HOME's), where a wrap given --state-dir finds no
-  // keyring still
-  const dir = stateDir === stateDirPath() ? "" : ` --state-dir ${shellWord(stateDir)}`;
+  // keyring still. Named unless it is the default (stateDirFlagFor), one from $PORTCULLIS_HOME
+  // included: the shell the command is pasted into may not have the variable.
+  const dir = stateDirFlagFor(stateDir);
   // in the sentence's quotes, double when the directory itself needed single ones
   const doctor = `portcullis doctor${dir}`.includes("'")
     ? `"portcullis doctor${dir}"`

@@ -681,7 +681,10 @@ function wrapAdvice(
   wrappedBefore: boolean,
   stateDir: string,
 ): { command: string; why: string } {
-  const dir = stateDir === stateDirPath() ? "" : ` --state-dir ${shellWord(stateDir)}`;
+  // named unless it is the default, as the console and vault set advice name it: the wrap is
+  // pasted into a shell that may lack this one's $PORTCULLIS_HOME, and would wrap the servers
+  // into another state directory than the one this report is about
+  const dir = stateDirFlagFor(stateDir);
   const clashes = labelsNeeded(f, bare, stateDir);
   const label = clashes.map((c) => ` --label ${shellWord(`${c.key}=${c.suggestion}`)}`).join("");
   const why = clashes

@@ -3,7 +3,7 @@
 // one (or, with --label, under that label all the same). Wrap said it once, on its own line;
 // doctor says it for as long as the entry is wrapped, with the way back to its own label.
 import { quotedName } from "../catalog/text.js";
-import { stateDirPath } from "../store/stateDir.js";
+import { stateDirFlagFor } from "../store/stateDir.js";
 import { shellWord } from "../util/shellWord.js";
 import type { HostFile } from "./hosts.js";
 import { unwrapCommand } from "./wrap.js";
@@ -27,7 +27,7 @@ export function relabelFinding(
     return null;
   const own = quotedName(h.own);
   const history = `the store's history under ${own} (its epochs, catalog revisions, approvals and egress) was another server's, launched with another command, args or cwd`;
-  const dir = stateDir === stateDirPath() ? "" : ` --state-dir ${shellWord(stateDir)}`;
+  const dir = stateDirFlagFor(stateDir);
   const target = f.host === "file" ? shellWord(f.file) : f.host;
   if (h.chosen)
     return {

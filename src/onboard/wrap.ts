@@ -18,7 +18,7 @@ import {
 import { basename, dirname, join } from "node:path";
 import { quotedName } from "../catalog/text.js";
 import { LABEL_MAX_LENGTH } from "../config/config.js";
-import { stateDirPath } from "../store/stateDir.js";
+import { stateDirFlagFor } from "../store/stateDir.js";
 import { sameJson, sha256Tag } from "../util/canonical.js";
 import { nearestName } from "../util/nearest.js";
 import { looksGenerated, REDACTED, redactArgv, redactText } from "../util/redact.js";
@@ -372,11 +372,12 @@ export { shellWord } from "../util/shellWord.js";
 /**
  * The unwrap that undoes this file's wrap, as a command to paste: it names the file itself
  * (a bare 'portcullis unwrap' means claude-code, and a host name can cover several files) and the
- * state directory when it is not the one unwrap would find by itself (the record lives there).
+ * state directory, where the record lives, unless it is the default one (stateDirFlagFor): one
+ * taken from $PORTCULLIS_HOME is named too, since the shell it is pasted into may not have the
+ * variable, and an unwrap there would find no record of the file.
  */
 export function unwrapCommand(file: string, stateDir: string): string {
-  const dir = stateDir === stateDirPath() ? "" : ` --state-dir ${shellWord(stateDir)}`;
-  return `portcullis unwrap ${shellWord(file)}${dir}`;
+  return `portcullis unwrap ${shellWord(file)}${stateDirFlagFor(stateDir)}`;
 }
 
 /** Whether wrap has a record of this host file. */

@@ -36,7 +36,7 @@ describe("doctor's --label for a server whose label is another server's", () => 
     expect(advice).toEqual({
       ok: true,
       what: `${u.files.codex}: not behind portcullis: inventory, docs, inventory-2; "inventory" is given the label "inventory-3": its own, "inventory", is another server's already (${u.files.cursor} (inventory))`,
-      next: "portcullis wrap codex --servers inventory,docs,inventory-2 --label inventory=inventory-3",
+      next: `portcullis wrap codex --servers inventory,docs,inventory-2 --label inventory=inventory-3 --state-dir ${u.stateDir}`,
     });
     // the command works as given, and each server keeps a label of its own
     const r = await u.cli(advice!.next.split(" ").slice(1));
@@ -58,7 +58,9 @@ describe("doctor's --label for a server whose label is another server's", () => 
     const cursor = writeServers(u.files.cursor, { [key]: { command, args: [...args, "--other"] } });
     const advice = await bareFinding(u, cursor);
     const suggested = `${key.slice(0, 62)}-2`;
-    expect(advice?.next).toBe(`portcullis wrap cursor --servers ${key} --label ${key}=${suggested}`);
+    expect(advice?.next).toBe(
+      `portcullis wrap cursor --servers ${key} --label ${key}=${suggested} --state-dir ${u.stateDir}`,
+    );
     expect(suggested).toMatch(LABEL_PATTERN);
     const r = await u.cli(advice!.next.split(" ").slice(1));
     expect(r.code, r.stderr).toBe(0);

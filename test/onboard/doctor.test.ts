@@ -53,7 +53,8 @@ describe("portcullis doctor", () => {
       f.what.includes("not behind portcullis: docs search"),
     );
     // wrapped in part: wrap leaves the wrapped one as it is and takes the rest by name
-    expect(hint.next).toBe("portcullis wrap claude-code --servers 'docs search'");
+    // with the state directory, as the console's above: PORTCULLIS_HOME may not be in the shell it is pasted into
+    expect(hint.next).toBe(`portcullis wrap claude-code --servers 'docs search' --state-dir ${u.stateDir}`);
 
     expect(report.gateways).toEqual([]);
 
@@ -106,7 +107,7 @@ describe("portcullis doctor", () => {
     const fresh = about(await report(), mcp);
     expect(fresh[0]).toEqual([
       `${mcp}: not behind portcullis: inventory-local, docs search`,
-      "portcullis wrap claude-code --dry-run",
+      `portcullis wrap claude-code --dry-run --state-dir ${u.stateDir}`,
     ]);
     expect(fresh[1]![0]).toBe(`${mcp}: not stdio servers, which wrap leaves alone: remote`);
     // the entry to write by hand, as wrap writes one: run by the host with its own environment
@@ -135,7 +136,10 @@ describe("portcullis doctor", () => {
     // wrapped in part: wrap the bare ones by name (wrap adds to a file it has wrapped)
     expect((await u.cli(["wrap", "codex", "--servers", "inventory"])).code).toBe(0);
     expect(about(await report(), codex)).toEqual([
-      [`${codex}: not behind portcullis: docs`, "portcullis wrap codex --servers docs"],
+      [
+        `${codex}: not behind portcullis: docs`,
+        `portcullis wrap codex --servers docs --state-dir ${u.stateDir}`,
+      ],
     ]);
     const more = await u.cli(["wrap", "codex", "--servers", "docs"]);
     expect(more.code, more.stderr).toBe(0);

@@ -34,7 +34,7 @@ describe("unwrap of an entry changed since wrap", () => {
       `portcullis unwrap: ${file}: not restored: "api" ("mcpServers") still runs portcullis but the server after its "--" (the command and args portcullis starts) changed since wrap, so unwrap cannot tell what to give back and kept its record: ` +
         `set its "command" to "node" and set its "args" to ["server.mjs","--api-key","[redacted]","--port","8080"] by hand (adding any argument you meant the server to get; ` +
         `each "[redacted]" stands for a word that reads as a credential, not printed here: copy it from ${file}.portcullis-backup, the file before its first wrap, or from the wrap record ${join(u.stateDir, "wrapped", record!)}), ` +
-        `then run portcullis unwrap ${file} again to clear the record\n`,
+        `then run portcullis unwrap ${file} --state-dir ${u.stateDir} again to clear the record\n`,
     );
     expect(r.stdout + r.stderr).not.toContain(key.slice(0, 8));
     // where it says the value is, it is

@@ -57,7 +57,7 @@ describe("~/.claude.json, wrapped from each project", () => {
     expect(advice).toEqual({
       ok: true,
       what: `${file}: not behind portcullis: reports, inventory-local; "inventory-local" is given the label "inventory-local-2": its own, "inventory-local", is another server's already (${file} (inventory-local))`,
-      next: "portcullis wrap claude-code --servers reports,inventory-local --label inventory-local=inventory-local-2",
+      next: `portcullis wrap claude-code --servers reports,inventory-local --label inventory-local=inventory-local-2 --state-dir ${u.stateDir}`,
     });
     const refused = await u.cli(["wrap", "claude-code", "--servers", "reports,inventory-local"], p2);
     expect(refused.code).toBe(2);
@@ -75,7 +75,7 @@ describe("~/.claude.json, wrapped from each project", () => {
     const again = await u.cli(["wrap", "claude-code"], p2);
     expect(again.stdout).toContain(`${file}: wrapped nothing\n`);
     expect(again.stdout).toContain(
-      `left alone: memory (already wrapped; undo with portcullis unwrap ${file})`,
+      `left alone: memory (already wrapped; undo with portcullis unwrap ${file} --state-dir ${u.stateDir})`,
     );
 
     // unwrap from the second project: its own server and the user's; the first project's stays

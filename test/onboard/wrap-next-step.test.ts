@@ -6,8 +6,9 @@ import { describe, expect, it } from "vitest";
 import { fakeUsersOfEachTest, UNWRAP_NEXT } from "./hosts.js";
 
 const user = fakeUsersOfEachTest();
-const NEXT =
-  "next: restart the host (or reconnect these servers in it) so that it starts them through portcullis; 'portcullis doctor' then lists their gateways";
+/** The last line, naming the state directory (from PORTCULLIS_HOME: the shell it is pasted into may lack it). */
+const next = (stateDir: string) =>
+  `next: restart the host (or reconnect these servers in it) so that it starts them through portcullis; 'portcullis doctor --state-dir ${stateDir}' then lists their gateways`;
 
 describe("wrap says what to do once it wrote", () => {
   it("a wrap that wrapped a server ends with the restart to make, and so does an unwrap that restored one; dry run, nothing to do and --json do not", async () => {
@@ -19,7 +20,7 @@ describe("wrap says what to do once it wrote", () => {
     const wrap = await u.cli(["wrap", "cursor"]);
     expect(wrap.code, wrap.stderr).toBe(0);
     expect(wrap.stdout).toContain(`${u.files.cursor}: wrapped inventory\n`);
-    expect(wrap.stdout.endsWith(`${NEXT}\n`)).toBe(true);
+    expect(wrap.stdout.endsWith(`${next(u.stateDir)}\n`), wrap.stdout).toBe(true);
 
     const again = await u.cli(["wrap", "cursor"]);
     expect(again.code, again.stderr).toBe(0);

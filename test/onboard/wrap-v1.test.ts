@@ -164,7 +164,7 @@ describe("records an earlier portcullis wrote (portcullis-wrap/1)", () => {
       {
         ok: true,
         what: `${u.codex}: not behind portcullis: docs`,
-        next: "portcullis wrap codex --servers docs",
+        next: `portcullis wrap codex --servers docs --state-dir ${u.stateDir}`,
       },
     ]);
     expect(about(u.claude)).toEqual([]);
@@ -179,7 +179,7 @@ describe("records an earlier portcullis wrote (portcullis-wrap/1)", () => {
       {
         ok: true,
         what: `${u.claude}: not behind portcullis: reports`,
-        next: "portcullis wrap claude-code --servers reports",
+        next: `portcullis wrap claude-code --servers reports --state-dir ${u.stateDir}`,
       },
     ]);
     expect(records.map((p) => read(p))).toEqual(bytes);
@@ -192,7 +192,7 @@ describe("records an earlier portcullis wrote (portcullis-wrap/1)", () => {
     expect(codex.code, codex.stderr).toBe(0);
     expect(codex.stdout).toContain(`${u.codex}: wrapped docs\n`);
     expect(codex.stdout).toContain(
-      `left alone: inventory (already wrapped; undo with portcullis unwrap ${u.codex})`,
+      `left alone: inventory (already wrapped; undo with portcullis unwrap ${u.codex} --state-dir ${u.stateDir})`,
     );
     expect(u.record(u.codex)).toMatchObject({ format: "portcullis-wrap/2", originalText: codexBefore });
     expect(Object.keys(u.record(u.codex).entries)).toEqual([

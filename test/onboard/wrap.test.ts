@@ -391,7 +391,7 @@ describe("wrap then unwrap, each host format", () => {
     expect(r.code).toBe(1);
     expect(r.stdout).toContain(`${file}: restored inventory-local\n`);
     expect(r.stderr).toContain(
-      `not restored: "docs search" ("mcpServers") still runs portcullis but the server after its "--" (the command and args portcullis starts) changed since wrap, so unwrap cannot tell what to give back and kept its record: set its "command" to "npx" and set its "args" to ["-y","docs-mcp"] by hand (adding any argument you meant the server to get), then run portcullis unwrap ${file} again to clear the record`,
+      `not restored: "docs search" ("mcpServers") still runs portcullis but the server after its "--" (the command and args portcullis starts) changed since wrap, so unwrap cannot tell what to give back and kept its record: set its "command" to "npx" and set its "args" to ["-y","docs-mcp"] by hand (adding any argument you meant the server to get), then run portcullis unwrap ${file} --state-dir ${u.stateDir} again to clear the record`,
     );
     const back: Doc = parseJsonc(read(file));
     expect(back.mcpServers["inventory-local"]).toEqual({
@@ -541,10 +541,10 @@ describe("bad input: one sentence, nothing written", () => {
     expect(read(codex)).toBe(wrappedCodex);
     // the backup is still the file before its first wrap
     expect(read(`${codex}.portcullis-backup`)).toBe(original);
-    const hint = /left alone: inventory \(already wrapped; undo with portcullis (unwrap \S+)\)/.exec(
+    const hint = /left alone: inventory \(already wrapped; undo with portcullis (unwrap [^)]+)\)/.exec(
       r.stdout,
     );
-    expect(hint?.[1]).toBe(`unwrap ${codex}`);
+    expect(hint?.[1]).toBe(`unwrap ${codex} --state-dir ${u.stateDir}`);
     // follow the hint word for word
     const undo = await u.cli(hint![1]!.split(" "));
     expect(undo.code).toBe(0);
@@ -589,7 +589,7 @@ describe("bad input: one sentence, nothing written", () => {
       ["wrap", "claude-code", "--servers", "inventory-local"],
       file,
       new RegExp(
-        `server "inventory-local" is already wrapped \\(leave it out of --servers; undo with portcullis unwrap ${file}\\); nothing was written\\.`,
+        `server "inventory-local" is already wrapped \\(leave it out of --servers; undo with portcullis unwrap ${file} --state-dir ${u.stateDir}\\); nothing was written\\.`,
       ),
     );
   });
