@@ -14,7 +14,8 @@ import { fileProblem } from "../util/errno.js";
  * mark beside keyring.json naming the new wrapping (its fingerprint, src/keyring/keyring.ts
  * wrappingFingerprint), and removes it once the record is written. The next command that opens
  * the keyring with the passphrase and the store (recordLateChange: approve, deny, the audit's
- * reading commands, passphrase, the console's login) finds a mark left behind and, when the
+ * reading commands, passphrase, unlock, vault set and rm, the console's login) finds a mark left
+ * behind and, when the
  * keyring's wrapping is the one it names and no `passphrase_changed` after the mark's head names
  * it, writes the record late (`late: true`, who noticed it, who changed it). docs/audit-format.md.
  */
@@ -32,7 +33,7 @@ export interface ChangeMark {
   at: string;
 }
 
-function markPath(stateDir: string): string {
+export function markPath(stateDir: string): string {
   return `${keyringPath(stateDir)}${CHANGE_MARK_SUFFIX}`;
 }
 
@@ -72,7 +73,7 @@ export function clearChangeMark(stateDir: string): void {
 }
 
 /** The mark, null when there is none, "unreadable" when it is not one (killed while writing it). */
-function readChangeMark(stateDir: string): ChangeMark | null | "unreadable" {
+export function readChangeMark(stateDir: string): ChangeMark | null | "unreadable" {
   let text: string;
   try {
     text = readFileSync(markPath(stateDir), "utf8");

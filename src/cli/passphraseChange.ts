@@ -50,7 +50,8 @@ one (the new passphrase opens it), and two changes at once never mix (the second
 current passphrase no longer opens the keyring, and exits 1). The change is recorded in the
 audit chain (passphrase_changed, with the key ids, never a passphrase); killed before that
 record, or finding the store unwritable, it leaves keyring.json.change-unrecorded, and the next
-command that takes the passphrase (approve, deny, audit sessions, passphrase) records it late.
+command that takes the passphrase (approve, deny, audit sessions, passphrase, unlock, vault set)
+records it late; doctor reports it until then.
 A keyring made before decisions were signed gets its approver key first, pinned in the audit
 chain, as approve does.
 

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { recordLateChange } from "../approval/lateWrapping.js";
 import type { AuditEvent } from "../audit/events.js";
 import { AuditLog } from "../audit/log.js";
 import { safeText } from "../catalog/text.js";
@@ -186,7 +187,7 @@ export async function unlockCommand(args: string[], ctx: { stateDir: string }): 
     const ms = values.for === undefined ? DEFAULT_UNLOCK_MS : parseDuration(values.for);
     const db = openExisting(ctx.stateDir);
     try {
-      const dataKey = await unlockWithPassphrase(ctx.stateDir, "unlock the vault");
+      const dataKey = await unlockWithPassphrase(db, ctx.stateDir, "unlock the vault", "unlock");
       // One vault command at a time, from the read of the secrets to the new holder's answer: a
       // vault rm or a rotation finished meanwhile would not be in this holder's copy. Two unlocks
       // at once take turns (the second replaces the first's holder, as if run after it).
@@ -590,7 +591,7 @@ async function vaultSet(args: string[], ctx: { stateDir: string }): Promise<numb
   const stateDir = ctx.stateDir;
   const db = openExisting(stateDir);
   try {
-    const dataKey = await unlockWithPassphrase(stateDir, `store the secret ${name}`);
+    const dataKey = await unlockWithPassphrase(db, stateDir, `store the secret ${name}`, "vault set");
     try {
       const value = checkSecretValue(fromStdin ? await readStdinValue() : await typedValue(name));
       // An environment variable cannot hold a NUL byte: spawn() would throw at every start of
@@ -704,7 +705,7 @@ async function vaultRm(args: string[], ctx: { stateDir: string }): Promise<numbe
       }
       return noSuchSecret();
     }
-    const dataKey = await unlockWithPassphrase(stateDir, `remove the secret ${name}`);
+    const dataKey = await unlockWithPassphrase(db, stateDir, `remove the secret ${name}`, "vault rm");
     dataKey.fill(0);
     // One vault command at a time (takeVaultLock): a vault set between this forget and the
     // store's removal would hand the holder what the store no longer has.
@@ -955,9 +956,24 @@ function openExisting(stateDir: string): Store {
   return openStore(stateDir);
 }
 
-async function unlockWithPassphrase(stateDir: string, what: string): Promise<Buffer> {
+/**
+ * The data key, from the passphrase. Having the keyring open with it, and the store, the command
+ * records late a passphrase change `portcullis passphrase` left unrecorded (killed, or the store
+ * not writable then: src/approval/lateWrapping.ts), as every other command that takes the
+ * passphrase does; it costs one look for the mark when there is none.
+ */
+async function unlockWithPassphrase(
+  db: Store,
+  stateDir: string,
+  what: string,
+  command: string,
+): Promise<Buffer> {
   const passphrase = await readPassphrase(`Passphrase to ${what}: `);
-  return (await unlockKeyring(stateDir, passphrase)).dataKey;
+  const unlocked = await unlockKeyring(stateDir, passphrase);
+  await recordLateChange(db, stateDir, unlocked.auditPrivateKey, (line) =>
+    process.stderr.write(`portcullis ${command}: ${safeText(line)}\n`),
+  );
+  return unlocked.dataKey;
 }
 
 /** Errors of these commands: one sentence on stderr; a wrong passphrase is a failed check (1). */

@@ -31,6 +31,7 @@ import type { StoreCause } from "../store/storeError.js";
 import { closedDirectory } from "../util/errno.js";
 import { xdgStateHome } from "../util/xdg.js";
 import { type SecretPolicy, storedPolicies } from "../vault/secrets.js";
+import { changeMarkFinding } from "./doctorChangeMark.js";
 import { frontOf, listenFronts } from "./doctorFronts.js";
 import { configHeaderFindings, headerFindings } from "./doctorHeaders.js";
 import { entryStateDir, labelFindings } from "./doctorLabels.js";
@@ -123,6 +124,9 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
     });
   const keyring = isDir && keyringFinding(path, findings);
   if (isDir) findings.push(...leftTempFindings(path));
+  // a passphrase change its command left unrecorded in the audit chain
+  const changeMark = isDir && keyring ? changeMarkFinding(path) : null;
+  if (changeMark) findings.push(changeMark);
   // the file the commands would read the passphrase from (only when set): refused by them when
   // another user's, or others may read or change it; said here before a command refuses it
   // (and the one `portcullis passphrase` would read the new passphrase from, checked alike)
