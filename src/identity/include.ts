@@ -97,7 +97,8 @@ function balanced(pattern: string): boolean {
 export function checkIncludes(patterns: readonly string[], cwd: string, where: string): string[] {
   return patterns.map((given) => {
     const p = expandHome(given.trim());
-    const bad = (why: string) => new IncludeError(`${where}: ${JSON.stringify(given)} ${why}`);
+    // a whole sentence, ending as every other refusal does
+    const bad = (why: string) => new IncludeError(`${where}: ${JSON.stringify(given)} ${why}.`);
     if (p === "" || p === "!") throw bad("is empty; give a path or a glob such as dist/**");
     if (p.includes("\0")) throw bad("contains a NUL byte");
     if (given.startsWith("~") && !given.startsWith("~/") && given !== "~") {

@@ -81,6 +81,32 @@ describe("identity inputs given by absolute path", () => {
     }
   });
 
+  it("each refusal of a pattern is one sentence ending with a period, as every other refusal", async () => {
+    // they ended without one ("… (and it has no glob)" then the newline)
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const said: [string, string][] = [
+      ["", `"" is empty; give a path or a glob such as dist/**.`],
+      ["src/[unclosed", `"src/[unclosed" is not a valid glob (an unclosed [, { or ( ).`],
+      [
+        "~nosuchuser/x",
+        `"~nosuchuser/x" names another user's home directory (~user); give an absolute path.`,
+      ],
+      [
+        "missing.js",
+        `"missing.js" can never match: ${join(project.dir, "missing.js")} does not exist (and it has no glob).`,
+      ],
+    ];
+    for (const [pattern, sentence] of said) {
+      const r = await runCli(["run", "--label", "x", "--watch", pattern, "--", ...project.command], {
+        cwd: project.dir,
+        stateDir: tempDir("portcullis-state-"),
+      });
+      expect(r.code, pattern).toBe(2);
+      expect(r.stderr, pattern).toBe(`portcullis run: --watch: ${sentence}\n`);
+    }
+  });
+
   it("identity.include of portcullis.json that can never match is refused by run, naming the file and the label", async () => {
     // it read "portcullis: identity.include of …", the one refusal of run not named by run
     const dir = tempDir("portcullis-include-");
@@ -90,7 +116,7 @@ describe("identity inputs given by absolute path", () => {
     const r = await runCli(["run", "a"], { cwd: dir, stateDir: tempDir("portcullis-state-") });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      `portcullis run: identity.include of "a" in ${file}: "" is empty; give a path or a glob such as dist/**\n`,
+      `portcullis run: identity.include of "a" in ${file}: "" is empty; give a path or a glob such as dist/**.\n`,
     );
   });
 
