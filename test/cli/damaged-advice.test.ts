@@ -5,6 +5,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { commandNamed } from "../helpers/commandNamed.js";
 import { removeDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
@@ -25,7 +26,7 @@ describe("what to do, said where the refusal is", () => {
       const r = await runCli(args, { stateDir });
       expect(r.code, args.join(" ")).toBe(2);
       expect(r.stderr, args.join(" ")).toBe(
-        `portcullis ${args[0]}: the store ${db} is not a portcullis store (not an SQLite database, or its header is damaged). To fix it: restore ${db} from a backup of the state directory; without one, move it aside and keep it (mv ${db} ${db}.damaged): the next command creates a new, empty store and audit log.\n`,
+        `portcullis ${commandNamed(args)}: the store ${db} is not a portcullis store (not an SQLite database, or its header is damaged). To fix it: restore ${db} from a backup of the state directory; without one, move it aside and keep it (mv ${db} ${db}.damaged): the next command creates a new, empty store and audit log.\n`,
       );
     }
   });

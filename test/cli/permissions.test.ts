@@ -7,6 +7,7 @@ import { spawnSync } from "node:child_process";
 import { chmodSync, chownSync, closeSync, mkdirSync, openSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { commandNamed } from "../helpers/commandNamed.js";
 import { tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { unprivilegedUser } from "../helpers/otherUser.js";
@@ -79,7 +80,7 @@ describe.skipIf(SKIP)("files this user may not use", () => {
       const r = await runCli(args, { stateDir, env: { HOME: tempDir() }, ...AS });
       oneSentence(r);
       // named by the command, as every failure is
-      expect(r.stderr, args.join(" ")).toBe(`portcullis ${args[0]}: ${said}`);
+      expect(r.stderr, args.join(" ")).toBe(`portcullis ${commandNamed(args)}: ${said}`);
       expect(r.stdout).toBe("");
     }
     // one below a directory this user may not enter
@@ -139,7 +140,7 @@ describe.skipIf(SKIP)("files this user may not use", () => {
     ]) {
       const r = await runCli(args, { stateDir, env: { HOME: stateDir, ...passphraseEnv() }, ...user.spawn });
       oneSentence(r);
-      expect(r.stderr, args.join(" ")).toBe(`portcullis ${args[0]}: ${said}`);
+      expect(r.stderr, args.join(" ")).toBe(`portcullis ${commandNamed(args)}: ${said}`);
     }
     // doctor: the cause, and its one step (not "check what it is and who owns it")
     const doctor = await runCli(["doctor", "--json"], { stateDir, env: { HOME: stateDir }, ...user.spawn });

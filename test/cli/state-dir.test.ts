@@ -6,16 +6,11 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { commandNamed } from "../helpers/commandNamed.js";
 import { tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { CLI, NODE } from "../helpers/paths.js";
 import { passphraseEnv } from "../helpers/state.js";
-
-/** The command a failure names: a group's subcommand with it ("vault list"), as README "Commands" says. */
-function named(args: readonly string[]): string {
-  const groups = ["audit", "catalog", "passkey", "vault"];
-  return args.slice(0, groups.includes(args[0]!) ? 2 : 1).join(" ");
-}
 
 describe("a state directory that is not there", () => {
   it.each([["lock"], ["unlock"]])("bare `%s` refuses it and creates nothing", async (command) => {
@@ -124,7 +119,7 @@ describe("a state directory that is not there", () => {
     ]) {
       const r = await runCli(args, { env, cwd: home });
       expect(r.code, args.join(" ")).toBe(2);
-      expect(r.stderr).toBe(said(named(args)));
+      expect(r.stderr).toBe(said(commandNamed(args)));
     }
     expect(existsSync(join(home, "xdg"))).toBe(false);
     expect(existsSync(join(home, ".local"))).toBe(false);
@@ -157,7 +152,7 @@ describe("a state directory that is there but was never set up by init", () => {
       const r = await runCli([...args, "--state-dir", empty]);
       expect(r.code, args.join(" ")).toBe(2);
       expect(r.stdout, args.join(" ")).toBe("");
-      expect(r.stderr, args.join(" ")).toBe(said(named(args)));
+      expect(r.stderr, args.join(" ")).toBe(said(commandNamed(args)));
       expect(readdirSync(empty), args.join(" ")).toEqual([]);
     }
     // once init has run, the same directory reads as an empty log
@@ -192,7 +187,7 @@ describe("--state-dir given twice", () => {
         expect(r.code, command.join(" ")).toBe(2);
         expect(r.stderr, command.join(" ")).toMatch(
           new RegExp(
-            `^portcullis ${named(command)}: --state-dir is given more than once; give it once\\.\n$`,
+            `^portcullis ${commandNamed(command)}: --state-dir is given more than once; give it once\\.\n$`,
           ),
         );
       }
@@ -215,7 +210,7 @@ describe("--state-dir given twice", () => {
       const r = await runCli([...command, "--state-dir"], { env: passphraseEnv(), cwd: tempDir() });
       expect(r.code, command.join(" ")).toBe(2);
       expect(r.stderr, command.join(" ")).toMatch(
-        new RegExp(`^portcullis ${named(command)}: --state-dir needs a value\\.\n$`),
+        new RegExp(`^portcullis ${commandNamed(command)}: --state-dir needs a value\\.\n$`),
       );
     }
   });

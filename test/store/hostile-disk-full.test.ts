@@ -11,6 +11,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditActivity } from "../helpers/approvals.js";
+import { commandNamed } from "../helpers/commandNamed.js";
 import { tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
@@ -147,7 +148,11 @@ describe("commands on a full disk", () => {
       // was: "… its -shm file describes a write-ahead log that …-wal does not hold, as when the
       // -wal file is deleted …; what was only in the deleted file is lost", with advice to end
       // every portcullis process
-      expect({ args, stderr: r.stderr, code: r.code }).toEqual({ args, stderr: full(args[0]!), code: 2 });
+      expect({ args, stderr: r.stderr, code: r.code }).toEqual({
+        args,
+        stderr: full(commandNamed(args)),
+        code: 2,
+      });
     }
     const doctor = await runCli(["doctor", "--json"], { stateDir, env });
     const findings = (JSON.parse(doctor.stdout) as { findings: { ok: boolean; cause?: string }[] }).findings;

@@ -24,6 +24,7 @@ import { startConsoleProcess } from "../console/helpers.js";
 import { nextRequest, pending } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
 import { catalogGateway } from "../helpers/catalogGateway.js";
+import { commandNamed } from "../helpers/commandNamed.js";
 import { removeDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
@@ -88,7 +89,7 @@ describe("a store a newer portcullis wrote", () => {
       ["run", "--label", "x", "--", "/bin/sh", "-c", `: > '${marker}'; exec sleep 30`],
     ];
     const sentence = new RegExp(
-      `^portcullis [a-z]+: the store ${join(stateDir, "portcullis.db")} was written by a newer portcullis ` +
+      `^portcullis [a-z]+(?: [a-z]+)?: the store ${join(stateDir, "portcullis.db")} was written by a newer portcullis ` +
         `\\(schema version ${newer}; this one, portcullis ${portcullisVersion().replaceAll(".", "\\.")}, knows up to ${KNOWN_SCHEMA_VERSION}\\), ` +
         "and is neither read nor written by this one\\. To fix it: run the newer portcullis, the one that upgraded it, " +
         "for every command on this state directory, and point each MCP client's server entry at it .*; this one could misread or damage it\\.\\n$",
@@ -96,6 +97,8 @@ describe("a store a newer portcullis wrote", () => {
     for (const args of commands) {
       const r = await cli(stateDir, args, "value-of-the-token\n");
       expect(r.stderr, args.join(" ")).toMatch(sentence);
+      // named by the command, a group's subcommand with it
+      expect(r.stderr, args.join(" ")).toMatch(new RegExp(`^portcullis ${commandNamed(args)}: `));
       expect(r.code, args.join(" ")).toBe(2);
       expect(r.stdout, args.join(" ")).toBe("");
       expect(snapshot(stateDir), args.join(" ")).toEqual(before);
