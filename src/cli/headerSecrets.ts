@@ -26,10 +26,13 @@ export function headerSecretProblem(
   const where = place.file ?? "the configuration";
   for (const h of remote.headers) {
     if (!("secret" in h)) continue;
-    const key = `${place.serverKey}.headers.${h.name}`;
+    // a header given by --header-secret is named by the flag: no file holds it
+    const named = h.fromFlag
+      ? `--header-secret ${JSON.stringify(h.name)}`
+      : `${where}: ${place.serverKey}.headers.${h.name}`;
     const policy = stored.get(h.secret);
     if (!policy)
-      return `run: ${where}: ${key} names the secret "${h.secret}", which is not in the vault of ${stateDir}; store it first with ${quotedCommand(`vault set ${h.secret} --host ${shellWord(url.host)}`, stateDir)}.`;
+      return `run: ${named} names the secret "${h.secret}", which is not in the vault of ${stateDir}; store it first with ${quotedCommand(`vault set ${h.secret} --host ${shellWord(url.host)}`, stateDir)}.`;
     const wrongHost = headerHostMismatch(server, h, policy, stateDir);
     if (wrongHost) return `run: ${wrongHost}.`;
   }
@@ -44,7 +47,7 @@ export function headerSecretProblem(
  */
 export function headerHostMismatch(
   server: ServerConfig,
-  header: { name: string; secret: string },
+  header: { name: string; secret: string; fromFlag?: true },
   policy: SecretPolicy,
   /** the state directory, named in the fix's command when it is not the default */
   stateDir?: string,
@@ -61,7 +64,9 @@ export function headerHostMismatch(
   const place = credentialPlaceOf(server);
   const where = place.file ?? "the configuration";
   const urlKey = place.file ? `${place.serverKey}.url` : "--url";
-  const key = `${place.serverKey}.headers.${header.name}`;
+  const named = header.fromFlag
+    ? `--header-secret ${JSON.stringify(header.name)}`
+    : `${where}: ${place.serverKey}.headers.${header.name}`;
   const hosts = [...policy.hosts, url.host].map((x) => ` --host ${shellWord(x)}`).join("");
-  return `${where}: ${key} sends the secret "${header.secret}" to ${url.host} (${urlKey}), but the vault releases it over HTTP only to ${policy.hosts.join(", ") || "no host"}; if that server is meant to have it, store it again with ${quotedCommand(`vault set ${header.secret}${hosts}`, stateDir)}, else correct ${urlKey}`;
+  return `${named} sends the secret "${header.secret}" to ${url.host} (${urlKey}), but the vault releases it over HTTP only to ${policy.hosts.join(", ") || "no host"}; if that server is meant to have it, store it again with ${quotedCommand(`vault set ${header.secret}${hosts}`, stateDir)}, else correct ${urlKey}`;
 }

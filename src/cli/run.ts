@@ -11,14 +11,14 @@ import { resolveStateDir, STORE_FILE, stateDirPath } from "../store/stateDir.js"
 import { EarlyStart } from "../supervisor/earlyStart.js";
 import type { LISTEN_ONLY_FLAGS } from "../transport/httpAccess.js";
 import { UsageError } from "./errors.js";
-import { readRunArgs } from "./runOptions.js";
+import { readRunArgs, remoteOnlyFlag } from "./runOptions.js";
 import { SHUTDOWN_SIGNALS } from "./signals.js";
 
 // This module parses the command line and the configuration, and only then loads the gateway
 // (./serve.js): `run --help` and usage errors load no store, no package and no gateway.
 
 export const RUN_HELP = `usage: portcullis run [options] -- COMMAND [ARGS...]
-       portcullis run [options] --url URL [--header 'Name: value']...
+       portcullis run [options] --url URL [--header 'Name: value']... [--header-secret 'Name: Bearer {}=SECRET']...
        portcullis run [options] LABEL          (a server from portcullis.json)
 
 Launches and supervises an MCP server, speaking MCP on stdin/stdout in front of it.
@@ -37,6 +37,11 @@ options:
   --watch GLOB                   extra identity input (repeatable; like identity.include)
   --url URL                      guard a server reached over Streamable HTTP instead of launching one
   --header 'Name: value'         a header sent with every request to --url (repeatable; never shown)
+  --header-secret 'Name[: FORMAT]=SECRET'
+                                 a header whose value the vault releases for each request: the
+                                 secret SECRET, put where {} is in FORMAT (default {}), e.g.
+                                 'Authorization: Bearer {}=remote-token'; stored with vault set
+                                 --host (the URL's host) or --deliver env (repeatable)
   --allow-insecure               allow an http:// --url to a host that is not loopback
   --state-dir DIR                state directory (default: $PORTCULLIS_HOME, else
                                  $XDG_STATE_HOME/portcullis, else ~/.local/state/portcullis)
@@ -124,15 +129,18 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
     if (values.label) server.label = values.label;
   }
   if (server.remote) {
-    (await remoteModule()).applyRemoteFlags(server, values.header ?? [], values["allow-insecure"] === true);
+    (await remoteModule()).applyRemoteFlags(
+      server,
+      values.header ?? [],
+      values["header-secret"] ?? [],
+      values["allow-insecure"] === true,
+    );
     if (values.watch?.length || onChange)
       throw new UsageError(
         `run: ${values.watch?.length ? "--watch" : "--on-change"} does not apply to a server reached by URL (portcullis watches no files of it).`,
       );
-  } else if (values.header?.length || values["allow-insecure"]) {
-    throw new UsageError(
-      `run: ${values.header?.length ? "--header" : "--allow-insecure"} applies only with --url.`,
-    );
+  } else if (remoteOnlyFlag(values)) {
+    throw new UsageError(`run: ${remoteOnlyFlag(values)} applies only with --url.`);
   }
   if (onChange) server.onChange = onChange;
   if (onExpand) server.onExpand = onExpand;

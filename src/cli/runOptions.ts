@@ -23,6 +23,7 @@ export const RUN_OPTIONS = {
   watch: { type: "string", multiple: true },
   url: { type: "string" },
   header: { type: "string", multiple: true },
+  "header-secret": { type: "string", multiple: true },
   "allow-insecure": { type: "boolean" },
   "state-dir": { type: "string" },
   config: { type: "string" },
@@ -131,10 +132,8 @@ export function readRunArgs(args: string[]): RunArgs | "help" {
       );
     // a launched server is never remote: these apply to none (a LABEL's may be remote, known
     // only once its portcullis.json is read)
-    if (values.header?.length || values["allow-insecure"])
-      throw new UsageError(
-        `run: ${values.header?.length ? "--header" : "--allow-insecure"} applies only with --url.`,
-      );
+    const remoteOnly = remoteOnlyFlag(values);
+    if (remoteOnly) throw new UsageError(`run: ${remoteOnly} applies only with --url.`);
     server = { kind: "command", command };
   } else {
     if (positionals.length !== 1) {
@@ -158,6 +157,14 @@ export function readRunArgs(args: string[]): RunArgs | "help" {
     auditSync,
     auditArguments,
   };
+}
+
+/** The first flag given that applies only to a server reached by URL, or null. */
+export function remoteOnlyFlag(values: RunValues): string | null {
+  if (values.header?.length) return "--header";
+  if (values["header-secret"]?.length) return "--header-secret";
+  if (values["allow-insecure"]) return "--allow-insecure";
+  return null;
 }
 
 /**

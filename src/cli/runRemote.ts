@@ -2,7 +2,7 @@ import { commandLineServer, type ServerConfig } from "../config/config.js";
 import { remoteUrlProblem } from "../config/remote.js";
 import { quotedCommand } from "../store/stateDir.js";
 import { RemoteSupervisor } from "../supervisor/remote.js";
-import { headerScopes, parseHeaderFlag } from "../supervisor/remoteHeaders.js";
+import { headerScopes, parseHeaderFlag, parseHeaderSecretFlag } from "../supervisor/remoteHeaders.js";
 import type { Logger } from "../util/log.js";
 import { isSecretName } from "../util/redact.js";
 import { shellWord } from "../util/shellWord.js";
@@ -27,27 +27,36 @@ function labelOf(url: string): string {
 }
 
 /**
- * `--header` flags join the configured headers; the URL is checked (http:// to a host that is
+ * `--header` and `--header-secret` flags join the configured headers; the URL is checked (http:// to a host that is
  * not loopback only with --allow-insecure); header secrets become credential scopes, so a
  * locked vault refuses calls at step 6 (`vault_locked`) as for any other credential.
  */
-export function applyRemoteFlags(server: ServerConfig, headerFlags: string[], allowInsecure: boolean): void {
+export function applyRemoteFlags(
+  server: ServerConfig,
+  headerFlags: string[],
+  headerSecretFlags: string[],
+  allowInsecure: boolean,
+): void {
   const remote = server.remote!;
   const where = server.configFile ? `${server.configFile}: url of "${server.label}"` : "run: --url";
   const problem = remoteUrlProblem(remote.url, allowInsecure);
   if (problem) throw new UsageError(`${where} ${problem}.`);
   // a flag replaces a header of the file by name; two flags naming one header (names are
-  // case-insensitive) leave which was meant to a guess: refused, naming it, never its value
+  // case-insensitive), --header or --header-secret, leave which was meant to a guess: refused,
+  // naming it, never its value
   const given = new Map<string, string>();
-  for (const text of headerFlags) {
-    const h = parseHeaderFlag(text);
+  const flags = [
+    ...headerFlags.map((text) => ({ flag: "--header", h: parseHeaderFlag(text) })),
+    ...headerSecretFlags.map((text) => ({ flag: "--header-secret", h: parseHeaderSecretFlag(text) })),
+  ];
+  for (const { flag, h } of flags) {
     if (typeof h === "string") throw new UsageError(h);
     const before = given.get(h.name.toLowerCase());
     if (before !== undefined)
       throw new UsageError(
-        `run: --header ${JSON.stringify(h.name)} names the header of an earlier --header ${JSON.stringify(before)} (header names are case-insensitive); give it once.`,
+        `run: ${flag} ${JSON.stringify(h.name)} names the header of an earlier ${before} (header names are case-insensitive); give it once.`,
       );
-    given.set(h.name.toLowerCase(), h.name);
+    given.set(h.name.toLowerCase(), `${flag} ${JSON.stringify(h.name)}`);
     remote.headers = remote.headers.filter((x) => x.name.toLowerCase() !== h.name.toLowerCase()).concat(h);
   }
   server.credentials = { ...server.credentials, ...headerScopes(remote.headers) };

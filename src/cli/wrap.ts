@@ -6,7 +6,7 @@ import { LABEL_PATTERN, LABEL_RULE } from "../config/config.js";
 import { keyringExists } from "../keyring/keyring.js";
 import { lineDiff } from "../onboard/diff.js";
 import { credentialInClear } from "../onboard/doctorEnv.js";
-import { headersInClear } from "../onboard/doctorHeaders.js";
+import { headerSecretFlag, headersInClear } from "../onboard/doctorHeaders.js";
 import { OnboardError, readHostServers, readServers } from "../onboard/document.js";
 import { HOSTS, type HostFile, type HostName, hostFileFromPath, hostFiles } from "../onboard/hosts.js";
 import type { LabelHistoryNote } from "../onboard/wrap.js";
@@ -233,7 +233,7 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
         leftAlone: plan.skipped,
         refused: plan.refused,
         credentialsInClear: inClear,
-        headersInClear: headersLeft,
+        headersInClear: headersLeft.map(({ server, headers }) => ({ server, headers })),
         labelHistory: history,
       });
       if (values.json) continue;
@@ -259,7 +259,7 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
       // must store the value in the vault their gateways read, not in the default one.
       for (const c of headersLeft)
         say(
-          `  ${shownKey(c.server)} keeps ${c.headers.map((h) => quotedName(h)).join(", ")} in its "headers", in clear: every process of this user can read the host file; ${doctor} says how to move ${c.headers.length === 1 ? "it" : "them"} to the vault`,
+          `  ${shownKey(c.server)} keeps ${c.headers.map((h) => quotedName(h)).join(", ")} in its "headers", in clear: every process of this user can read the host file; the vault keeps ${c.headers.length === 1 ? "it" : "them"} instead when the entry runs portcullis with --url and ${c.flags.join(" ")}, NAME a secret stored with vault set: ${doctor} says how`,
         );
       for (const c of inClear)
         say(
@@ -480,11 +480,15 @@ function labelHistoryLine(n: LabelHistoryNote, f: HostFile, stateDir: string, dr
  * src/onboard/doctorHeaders.ts): wrap said "left alone" and nothing of the token in the file,
  * where it names a wrapped entry's env credential.
  */
-function headersLeftInClear(plan: WrapPlan): { server: string; headers: string[] }[] {
+function headersLeftInClear(plan: WrapPlan): { server: string; headers: string[]; flags: string[] }[] {
   const entries = readServers(plan.host, plan.after);
   return plan.skipped
     .filter((s) => leftAsHttp(s.why) && entries[s.key] !== undefined)
-    .map((s) => ({ server: s.key, headers: headersInClear(entries[s.key]!) }))
+    .map((s) => {
+      const headers = headersInClear(entries[s.key]!);
+      // run's vault form for each: only a secret's name on the command line, never its value
+      return { server: s.key, headers, flags: headers.map((h) => headerSecretFlag(h, entries[s.key]!)) };
+    })
     .filter((c) => c.headers.length > 0);
 }
 

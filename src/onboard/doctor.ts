@@ -676,7 +676,7 @@ function urlEntryAdvice(stateDir: string): string {
   const cli = fileURLToPath(new URL("../cli/main.cjs", import.meta.url));
   const args = [cli, "run", "--state-dir", resolve(stateDir), "--label", "LABEL", "--url", "URL"];
   const entry = `{"command": ${JSON.stringify(process.execPath)}, "args": ${JSON.stringify(args)}}`;
-  return `to guard one, replace its entry by hand with ${entry}, URL its "url" and LABEL a name for it (a header it needs: docs/onboarding.md, HTTP entries)`;
+  return `to guard one, replace its entry by hand with ${entry}, URL its "url" and LABEL a name for it (a header it needs from the vault: "--header-secret", "Authorization: Bearer {}=NAME" after "URL", NAME a secret stored with vault set --host; docs/onboarding.md, HTTP entries)`;
 }
 
 function wrapAdvice(

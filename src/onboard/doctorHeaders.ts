@@ -9,6 +9,7 @@ import { CONFIG_FILE, type ServerConfig } from "../config/config.js";
 import { keyPath } from "../config/unknownKeys.js";
 import { quotedCommand } from "../store/stateDir.js";
 import { isSecretName } from "../util/redact/names.js";
+import { shellWord } from "../util/shellWord.js";
 import { hostFillsIn } from "./doctorEnv.js";
 import { entryRun } from "./doctorLabels.js";
 import type { Entry } from "./document.js";
@@ -63,7 +64,7 @@ export function headerFindings(
             value,
             run.url,
             `a --header of the portcullis run in its "args"`,
-            `remove that --header from its "args"`,
+            null,
             stateDir,
           ),
         );
@@ -127,18 +128,37 @@ function finding(
   value: string,
   url: unknown,
   where: string,
-  remove: string,
+  /** what to take out of the host's own "headers"; null: the header is a --header of the run in "args" */
+  remove: string | null,
   stateDir: string | undefined,
 ): HeaderFinding {
   // the authentication scheme's word (Bearer, Basic, Token) is no secret: kept in the format
   const format = formatOf(value);
   const host = hostOf(url);
   const secret = { secret: "NAME", format };
+  const store = `store the value in the vault (${quotedCommand(`vault set NAME --deliver http --host ${host}`, stateDir)})`;
+  // the vault's form on run's command line: only the secret's name is in the file then
+  const flag = `--header-secret ${shellWord(`${name}: ${format}=NAME`)}`;
+  const next =
+    remove === null
+      ? `${store}, then replace that --header in its "args" by ${flag}; the value has been in a file, so rotate it`
+      : // the entry's URL is not printed: a host file's URL may carry a token in its query
+        `${store}, have the entry run ${quotedCommand(`run --url URL ${flag}`, stateDir)}, URL its "url" (or describe the server in ${CONFIG_FILE} with "url" and "headers": {${JSON.stringify(name)}: ${JSON.stringify(secret)}} and run that label; docs/onboarding.md, "After wrap"); then ${remove}; the value has been in a file, so rotate it`;
   return {
     ok: false,
     what: `${entryName} sends the header ${quotedName(name)} with its value written in ${where}, in clear: every process of this user can read it there`,
-    next: `store the value in the vault (${quotedCommand(`vault set NAME --deliver http --host ${host}`, stateDir)}), describe the server in ${CONFIG_FILE} with "url" and "headers": {${JSON.stringify(name)}: ${JSON.stringify(secret)}} and have the entry run that label (docs/onboarding.md, "After wrap"); then ${remove}; the value has been in a file, so rotate it`,
+    next,
   };
+}
+
+/**
+ * The `--header-secret` that would send `name` from the vault secret NAME as its value is sent
+ * now (the scheme's word kept): what wrap advises for a header it leaves in clear.
+ */
+export function headerSecretFlag(name: string, entry: Entry): string {
+  const headers = entry.headers as Record<string, unknown>;
+  const value = headers?.[name];
+  return `--header-secret ${shellWord(`${name}: ${formatOf(typeof value === "string" ? value : "")}=NAME`)}`;
 }
 
 /** The host (and port) of the server's URL, as `vault set --host` takes it; HOST when not known. */

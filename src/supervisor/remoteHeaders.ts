@@ -4,7 +4,15 @@
  * (config `"Name": {"secret": S, "format": "Bearer {}"}`). Values are never logged, recorded or
  * shown: only names are.
  */
-export type HeaderSpec = { name: string; value: string } | { name: string; secret: string; format: string };
+export type HeaderSpec =
+  | { name: string; value: string }
+  | {
+      name: string;
+      secret: string;
+      format: string;
+      /** given by `run --header-secret` rather than the file: what run's refusals name */
+      fromFlag?: true;
+    };
 
 /** Header names a user must not set: portcullis owns them (the session, the protocol, framing). */
 const RESERVED = new Set([
@@ -51,6 +59,36 @@ export function parseHeaderFlag(text: string): HeaderSpec | string {
   const v = headerValueProblem(value);
   if (v) return `run: the value of --header ${JSON.stringify(name)} ${v}.`;
   return { name, value };
+}
+
+/** A vault secret's name, as `vault set` takes it (and config `headers.X.secret`). */
+const SECRET_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/**
+ * `--header-secret 'Name=SECRET'` or `--header-secret 'Name: FORMAT=SECRET'`: the command-line
+ * form of config `"Name": {"secret": SECRET, "format": FORMAT}` (FORMAT "{}" when not given), or
+ * a problem naming the flag. Split at the last '=': a secret's name holds no '=', so a FORMAT
+ * may ('token={}'); the header's name ends at the first ':', as with --header. Only the secret's
+ * NAME is on the command line: its value is released by the vault holder at each request.
+ */
+export function parseHeaderSecretFlag(text: string): HeaderSpec | string {
+  const shape = "run: --header-secret must look like 'Name=SECRET' or 'Name: Bearer {}=SECRET'";
+  const eq = text.lastIndexOf("=");
+  if (eq <= 0) return `${shape}.`;
+  const secret = text.slice(eq + 1).trim();
+  const left = text.slice(0, eq);
+  const colon = left.indexOf(":");
+  const name = (colon === -1 ? left : left.slice(0, colon)).trim();
+  const format = colon === -1 ? "{}" : left.slice(colon + 1).trim();
+  const n = headerNameProblem(name);
+  if (n) return `run: --header-secret ${JSON.stringify(name)} ${n}.`;
+  if (!SECRET_NAME.test(secret))
+    return `${shape}: after the last '=' goes the name of a vault secret (letters, digits, '.', '_', '-').`;
+  if (format.split("{}").length !== 2)
+    return `run: the format of --header-secret ${JSON.stringify(name)} must have exactly one "{}" where the secret goes ('${name}: Bearer {}=${secret}').`;
+  const v = headerValueProblem(format);
+  if (v) return `run: the format of --header-secret ${JSON.stringify(name)} ${v}.`;
+  return { name, secret, format, fromFlag: true };
 }
 
 /** The scopes (secret names) the headers need from the vault, by a key the guard's step 6 reads. */

@@ -339,6 +339,20 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
           `X-Api-Key: ${key}`,
         ],
       },
+      // the vault's form: only a secret's name on the command line, nothing in clear
+      fromVault: {
+        command: NODE,
+        args: [
+          CLI,
+          "run",
+          "--label",
+          "remote-v",
+          "--url",
+          "https://api.example.org:8443/mcp",
+          "--header-secret",
+          "Authorization: Bearer {}=remote-token",
+        ],
+      },
     };
     const mcp = writeServers(u.files["claude-code"], entries);
     const { json, text, findings } = await doctorOf(u, mcp);
@@ -346,12 +360,12 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
       {
         ok: false,
         what: `${mcp}: server "remote" sends the header "Authorization" with its value written in its "headers", in clear: every process of this user can read it there`,
-        next: `store the value in the vault ('portcullis vault set NAME --deliver http --host mcp.example.com --state-dir ${u.stateDir}'), describe the server in portcullis.json with "url" and "headers": {"Authorization": {"secret":"NAME","format":"Bearer {}"}} and have the entry run that label (docs/onboarding.md, "After wrap"); then delete "Authorization" from its "headers"; the value has been in a file, so rotate it`,
+        next: `store the value in the vault ('portcullis vault set NAME --deliver http --host mcp.example.com --state-dir ${u.stateDir}'), have the entry run "portcullis run --url URL --header-secret 'Authorization: Bearer {}=NAME' --state-dir ${u.stateDir}", URL its "url" (or describe the server in portcullis.json with "url" and "headers": {"Authorization": {"secret":"NAME","format":"Bearer {}"}} and run that label; docs/onboarding.md, "After wrap"); then delete "Authorization" from its "headers"; the value has been in a file, so rotate it`,
       },
       {
         ok: false,
         what: `${mcp}: server "wrapped" sends the header "X-Api-Key" with its value written in a --header of the portcullis run in its "args", in clear: every process of this user can read it there`,
-        next: `store the value in the vault ('portcullis vault set NAME --deliver http --host api.example.org:8443 --state-dir ${u.stateDir}'), describe the server in portcullis.json with "url" and "headers": {"X-Api-Key": {"secret":"NAME","format":"{}"}} and have the entry run that label (docs/onboarding.md, "After wrap"); then remove that --header from its "args"; the value has been in a file, so rotate it`,
+        next: `store the value in the vault ('portcullis vault set NAME --deliver http --host api.example.org:8443 --state-dir ${u.stateDir}'), then replace that --header in its "args" by --header-secret 'X-Api-Key: {}=NAME'; the value has been in a file, so rotate it`,
       },
     ]);
     expect(json.code).toBe(1);

@@ -3,7 +3,8 @@
 // where every other line of wrap ends in a next step. Now a line says it is done by hand and
 // names the doctor that gives the entry to write; followed, that doctor does. Nor did it say that
 // the entry's "headers" keep a token in clear (it says so of a wrapped entry's env): now it does,
-// by name, never the value. The doctor named carries the state directory (here $PORTCULLIS_HOME's):
+// by name, never the value, with run's vault form for it (--header-secret, the secret's name on
+// the command line). The doctor named carries the state directory (here $PORTCULLIS_HOME's):
 // pasted into a shell without the variable, it reads the same store. The real CLI.
 import { writeFileSync } from "node:fs";
 import { expect, it } from "vitest";
@@ -38,7 +39,7 @@ it("an HTTP entry whose headers hold a token in clear: wrap says it keeps it the
     const r = await u.cli(["wrap", "claude-code", ...(dryRun ? ["--dry-run"] : [])]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain(
-      `  remote keeps "Authorization" in its "headers", in clear: every process of this user can read the host file; 'portcullis doctor --state-dir ${u.stateDir}' says how to move it to the vault\n`,
+      `  remote keeps "Authorization" in its "headers", in clear: every process of this user can read the host file; the vault keeps it instead when the entry runs portcullis with --url and --header-secret 'Authorization: Bearer {}=NAME', NAME a secret stored with vault set: 'portcullis doctor --state-dir ${u.stateDir}' says how\n`,
     );
     expect(r.stdout).not.toContain("X-Team");
     expect(r.stdout + r.stderr).not.toContain(token);
