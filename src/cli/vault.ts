@@ -203,11 +203,15 @@ export async function unlockCommand(args: string[], ctx: { stateDir: string }): 
       try {
         secrets = openAllSecrets(db, dataKey);
         // HTTP delivery intercepts TLS with leaves of the local CA, whose key only the holder holds.
+        // None is made for secrets the portcullis.json found from here uses only as remote
+        // servers' headers (onlyForHeaders); one made before is handed over all the same.
         if ([...secrets.values()].some((s) => s.deliver === "http")) {
-          await ensureEgressCa(ctx.stateDir, dataKey);
+          const headerOnly = onlyForHeaders();
+          const forEgress = [...secrets].some(([name, s]) => s.deliver === "http" && !headerOnly(name));
+          if (forEgress) await ensureEgressCa(ctx.stateDir, dataKey);
           const opened = openEgressCa(ctx.stateDir, dataKey);
           ca = opened.ca;
-          if (!ca)
+          if (!ca && forEgress)
             process.stderr.write(
               `portcullis unlock: ${opened.why}; HTTPS to declared hosts will be tunnelled without releasing credentials.\n`,
             );
@@ -633,7 +637,7 @@ async function storeAndHand(
   const { rotated } = putSecret(db, dataKey, name, policy, value);
   let egressCa: { cert: string; key: string } | undefined;
   if (policy.deliver === "http") {
-    if (await ensureEgressCa(stateDir, dataKey))
+    if (!onlyForHeaders()(name) && (await ensureEgressCa(stateDir, dataKey)))
       process.stdout.write(
         // the state directory's name may hold a control character (init names it escaped too)
         `created the local CA servers will trust for HTTP delivery: ${safeText(caCertPathOf(stateDir))}\n`,
@@ -829,6 +833,22 @@ async function vaultList(args: string[], ctx: { stateDir: string }): Promise<num
   } finally {
     db.close();
   }
+}
+
+/**
+ * Whether the portcullis.json found from here uses a secret, and only as a remote server's
+ * header: the holder puts a header's value in itself, no egress proxy intercepts TLS for it, so
+ * storing it is no reason for a local CA servers are told to trust. Any other case (no such
+ * file, a file that does not load, a launched server's credential, a secret it does not name)
+ * keeps the CA made here: a launched server's HTTP credential needs it before its first
+ * request, and a gateway without it tunnels HTTPS to declared hosts unread.
+ */
+function onlyForHeaders(): (name: string) => boolean {
+  const { uses } = configuredUses(); // the file read once, whatever the number of secrets asked of
+  return (name) => {
+    const list = uses.get(name) ?? [];
+    return list.length > 0 && list.every((u) => "header" in u);
+  };
 }
 
 type ConfiguredUse =
