@@ -1,7 +1,17 @@
 /**
- * What /events watches: one cheap signature of the store's requests (with whether a call waits on
- * each pending one), grants, gateways and catalog revisions, read every 500 ms by one timer for all open streams. When it changes, every
- * stream is told `change` and the page fetches itself again (src/console/assets.ts).
+ * What /events watches: one signature of the store's requests (with whether a call waits on each
+ * pending one), grants, gateways and catalog revisions, checked every 500 ms by one timer for all
+ * open streams. When it changes, every stream is told `change` and the page fetches itself again
+ * (src/console/assets.ts).
+ *
+ * The signature reads every pending row and every gateway row, and any process of the user can
+ * write thousands of them into the store: read twice a second, they kept a CPU busy for as long
+ * as a page was open, with nothing happening. So each tick first reads a stamp that reads no row
+ * (as `approvals --watch` does, src/cli/pendingStamp.ts): PRAGMA data_version, which moves when
+ * another connection commits anything, and total_changes(), which counts this connection's own
+ * writes (a decision made here). Only when the stamp has moved is the signature read again; the
+ * signature still decides whether streams are told, so a commit that changes nothing they show
+ * tells none.
  */
 import { createHash } from "node:crypto";
 import type { Store } from "../store/db.js";
@@ -20,7 +30,10 @@ export class ChangeWatch {
   private readonly listeners = new Set<() => void>();
   private timer: NodeJS.Timeout | null = null;
   private last: string | null = null;
+  /** the stamp the last signature was read at: while it stands, no row has changed */
+  private lastStamp: string | null = null;
   private readonly read: () => string;
+  private readonly stamp: () => string;
 
   constructor(
     db: Store,
@@ -28,6 +41,8 @@ export class ChangeWatch {
   ) {
     const stmt = db.prepare(SIGNATURE).pluck();
     this.read = () => createHash("sha256").update(String(stmt.get())).digest("base64url").slice(0, 22);
+    const own = db.prepare("SELECT total_changes()").pluck();
+    this.stamp = () => `${db.pragma("data_version", { simple: true })}:${own.get()}`;
   }
 
   /**
@@ -42,7 +57,11 @@ export class ChangeWatch {
   subscribe(fn: () => void): () => void {
     this.listeners.add(fn);
     if (!this.timer) {
+      // the stamp before the signature: a commit between the two moves it, and is read next tick
+      const stamp = this.safeStamp();
       this.last = this.safeRead();
+      // a signature that could not be read is read again at the next tick, whatever the stamp
+      this.lastStamp = this.last === null ? null : stamp;
       this.timer = setInterval(() => this.tick(), this.everyMs);
     }
     return () => {
@@ -68,9 +87,21 @@ export class ChangeWatch {
     }
   }
 
+  private safeStamp(): string | null {
+    try {
+      return this.stamp();
+    } catch {
+      return null;
+    }
+  }
+
   private tick(): void {
+    const stamp = this.safeStamp();
+    if (stamp !== null && stamp === this.lastStamp) return; // nothing committed since
     const now = this.safeRead();
-    if (now === null || now === this.last) return;
+    if (now === null) return; // the stamp kept: read again next tick
+    this.lastStamp = stamp;
+    if (now === this.last) return;
     this.last = now;
     for (const fn of [...this.listeners]) fn();
   }
