@@ -1,10 +1,19 @@
 import { basename, isAbsolute, resolve } from "node:path";
 import { quotedName } from "../catalog/text.js";
 import { UsageError } from "../cli/errors.js";
+import { headerSecretProblem } from "../cli/headerSecrets.js";
 import { type RunArgs, readRunArgs } from "../cli/runOptions.js";
 import { secretsProblem } from "../cli/secretsStored.js";
-import { CONFIG_FILE, ConfigError, findConfig, loadConfigFile, type ServerConfig } from "../config/config.js";
+import {
+  CONFIG_FILE,
+  ConfigError,
+  commandLineServer,
+  findConfig,
+  loadConfigFile,
+  type ServerConfig,
+} from "../config/config.js";
 import { EMPTY_STATE_DIR, quotedCommand } from "../store/stateDir.js";
+import { type HeaderSpec, parseHeaderSecretFlag } from "../supervisor/remoteHeaders.js";
 import { LISTEN_ONLY_FLAGS } from "../transport/httpAccess.js";
 import { shellWord } from "../util/shellWord.js";
 import type { SecretPolicy } from "../vault/secrets.js";
@@ -46,7 +55,14 @@ function runArguments(entry: Entry): string[] | null {
 export type EntryRun = (
   | { kind: "label"; label: string; config: string | undefined; stateDir: string | undefined }
   | { kind: "command"; label: string | undefined; stateDir: string | undefined }
-  | { kind: "url"; stateDir: string | undefined; url: string; headers: string[] }
+  | {
+      kind: "url";
+      stateDir: string | undefined;
+      url: string;
+      headers: string[];
+      /** its --header-secret flags as written */
+      headerSecrets: string[];
+    }
 ) & {
   /** its --listen and --listen-token-file as written (the file relative to where the host starts it), and whether --no-auth is given */
   listen: string | undefined;
@@ -88,7 +104,14 @@ export function entryRun(entry: Entry): EntryRunOrNot {
   const stateDir = read.values["state-dir"];
   if (read.server.kind === "command")
     return { kind: "command", label: read.values.label, stateDir, ...listen };
-  return { kind: "url", stateDir, url: read.server.url, headers: read.values.header ?? [], ...listen };
+  return {
+    kind: "url",
+    stateDir,
+    url: read.server.url,
+    headers: read.values.header ?? [],
+    headerSecrets: read.values["header-secret"] ?? [],
+    ...listen,
+  };
 }
 
 /**
@@ -178,6 +201,19 @@ export function labelFindings(
       out.push({
         ok: false,
         what: `${entryName} runs the ${CONFIG_FILE} label ${quotedName(run.label)}, which the gateway refuses to start: ${problem.replace(/^run: /, "").replace(/\.$/, "")}`,
+        next: `do as the sentence says (${quotedCommand("vault list", vault.stateDir)} shows the vault's secrets and how each may be handed out), then run doctor again`,
+      });
+  }
+  if (run.kind === "url") {
+    // its --header-secret flags, as the gateway checks them at start, with the vault doctor read
+    const same =
+      run.stateDir === undefined || (isAbsolute(run.stateDir) && resolve(run.stateDir) === vault.stateDir);
+    const problem =
+      vault.secrets !== null && same ? urlHeaderSecretProblem(run, vault.secrets, vault.stateDir) : null;
+    if (problem)
+      out.push({
+        ok: false,
+        what: `${entryName} runs portcullis with --url, and the gateway refuses to start: ${problem.replace(/^run: /, "").replace(/\.$/, "")}`,
         next: `do as the sentence says (${quotedCommand("vault list", vault.stateDir)} shows the vault's secrets and how each may be handed out), then run doctor again`,
       });
   }
@@ -414,4 +450,25 @@ function nearbyLabels(
   } catch {
     return null; // said where it matters: for an entry that runs one of its labels
   }
+}
+
+/**
+ * Why the gateway of an entry running `portcullis run --url URL --header-secret …` stops at start
+ * for the vault (headerSecretProblem: the secret missing, or stored for other hosts than the
+ * URL's), or null. A malformed flag or URL is run's own refusal, said by the "refused" finding.
+ */
+function urlHeaderSecretProblem(
+  run: { url: string; headerSecrets: string[] },
+  stored: ReadonlyMap<string, SecretPolicy>,
+  stateDir: string,
+): string | null {
+  const headers: HeaderSpec[] = [];
+  for (const text of run.headerSecrets) {
+    const h = parseHeaderSecretFlag(text);
+    if (typeof h === "string") return null;
+    headers.push(h);
+  }
+  if (headers.length === 0 || !URL.canParse(run.url)) return null;
+  const server = { ...commandLineServer("remote", "", []), remote: { url: run.url, headers } };
+  return headerSecretProblem(server, stored, stateDir);
 }

@@ -339,7 +339,8 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
           `X-Api-Key: ${key}`,
         ],
       },
-      // the vault's form: only a secret's name on the command line, nothing in clear
+      // the vault's form: only a secret's name on the command line, nothing in clear (no
+      // header finding), the secret checked against the vault as run checks it
       fromVault: {
         command: NODE,
         args: [
@@ -366,6 +367,13 @@ describe("doctor and the entries the gateway would refuse, credentials in clear,
         ok: false,
         what: `${mcp}: server "wrapped" sends the header "X-Api-Key" with its value written in a --header of the portcullis run in its "args", in clear: every process of this user can read it there`,
         next: `store the value in the vault ('portcullis vault set NAME --deliver http --host api.example.org:8443 --state-dir ${u.stateDir}'), then replace that --header in its "args" by --header-secret 'X-Api-Key: {}=NAME'; the value has been in a file, so rotate it`,
+      },
+      // the vault's form holds nothing in clear, but names a secret this vault lacks: the
+      // gateway's own refusal at start, quoted
+      {
+        ok: false,
+        what: `${mcp}: server "fromVault" runs portcullis with --url, and the gateway refuses to start: --header-secret "Authorization" names the secret "remote-token", which is not in the vault of ${u.stateDir}; store it first with 'portcullis vault set remote-token --host api.example.org:8443 --state-dir ${u.stateDir}'`,
+        next: `do as the sentence says ('portcullis vault list --state-dir ${u.stateDir}' shows the vault's secrets and how each may be handed out), then run doctor again`,
       },
     ]);
     expect(json.code).toBe(1);
