@@ -4,6 +4,7 @@ import { shellWord } from "../util/shellWord.js";
 import { credentialPlaceOf } from "../vault/deliveryMismatch.js";
 import { hostMatches } from "../vault/egress/hosts.js";
 import type { SecretPolicy } from "../vault/secrets.js";
+import { NAME_READS_AS_VALUE, secretNameShown } from "./secretNameShown.js";
 
 /**
  * Why a remote server's vault header could never be sent, read at start from the policies the
@@ -31,8 +32,12 @@ export function headerSecretProblem(
       ? `--header-secret ${JSON.stringify(h.name)}`
       : `${where}: ${place.serverKey}.headers.${h.name}`;
     const policy = stored.get(h.secret);
-    if (!policy)
-      return `run: ${named} names the secret "${h.secret}", which is not in the vault of ${stateDir}; store it first with ${quotedCommand(`vault set ${h.secret} --host ${shellWord(url.host)}`, stateDir)}.`;
+    if (!policy) {
+      const shown = secretNameShown(h.secret);
+      if (shown === null)
+        return `run: ${named} ${NAME_READS_AS_VALUE} of ${stateDir}; write the secret's name there, and store its value with ${quotedCommand(`vault set NAME --host ${shellWord(url.host)}`, stateDir)}.`;
+      return `run: ${named} names the secret "${shown}", which is not in the vault of ${stateDir}; store it first with ${quotedCommand(`vault set ${shown} --host ${shellWord(url.host)}`, stateDir)}.`;
+    }
     const wrongHost = headerHostMismatch(server, h, policy, stateDir);
     if (wrongHost) return `run: ${wrongHost}.`;
   }

@@ -4,6 +4,7 @@ import { shellWord } from "../util/shellWord.js";
 import { credentialKey, credentialPlaceOf, deliveryMismatch } from "../vault/deliveryMismatch.js";
 import type { SecretPolicy } from "../vault/secrets.js";
 import { headerSecretProblem } from "./headerSecrets.js";
+import { NAME_READS_AS_VALUE, secretNameShown } from "./secretNameShown.js";
 
 /**
  * Why `run` refuses to start a server whose configuration names vault secrets, as one sentence
@@ -28,7 +29,11 @@ export function secretsProblem(
     const policy = stored.get(spec.secret);
     if (!policy) {
       const where = server.configFile ?? "the configuration";
-      return `run: ${where}: ${credentialKey(place, spec)} names the secret "${spec.secret}", which is not in the vault of ${stateDir}; store it first with ${quotedCommand(`vault set ${spec.secret}${spec.deliver === "env" ? " --deliver env" : spec.hosts.map((h) => ` --host ${shellWord(h)}`).join("")}`, stateDir)}.`;
+      const how = `${spec.deliver === "env" ? " --deliver env" : spec.hosts.map((h) => ` --host ${shellWord(h)}`).join("")}`;
+      const shown = secretNameShown(spec.secret);
+      if (shown === null)
+        return `run: ${where}: ${credentialKey(place, spec)} ${NAME_READS_AS_VALUE} of ${stateDir}; write the secret's name there, and store its value with ${quotedCommand(`vault set NAME${how}`, stateDir)}.`;
+      return `run: ${where}: ${credentialKey(place, spec)} names the secret "${shown}", which is not in the vault of ${stateDir}; store it first with ${quotedCommand(`vault set ${shown}${how}`, stateDir)}.`;
     }
     const mismatch = deliveryMismatch(spec, policy, place, stateDir);
     if (mismatch) return `run: ${mismatch.why}; ${mismatch.fix}.`;

@@ -88,6 +88,16 @@ describe("run --url --header-secret", () => {
       `run: --header-secret "X-Api-Key" sends the secret "elsewhere-token" to 127.0.0.1:9 (--url), but the vault releases it over HTTP only to api.example.com;`,
     );
     expect(wrongHost.stderr).not.toContain("elsewhere-value-3c8f");
+
+    // the token itself pasted where its vault name goes: a name the vault lacks, never printed back
+    // (stderr reaches the host's logs and the agent)
+    const token = "sk-live-4f8a1c9e7b2d5063a1f4";
+    const pasted = await runCli(["run", "--url", url, "--header-secret", `X-Api-Key=${token}`], { stateDir });
+    expect(pasted.code).toBe(2);
+    expect(pasted.stderr).toContain(
+      `run: --header-secret "X-Api-Key" names a secret by a name that reads as a secret value (not shown: a credential pasted where the vault secret's name goes?), which is not in the vault of ${stateDir}; write the secret's name there, and store its value with 'portcullis vault set NAME --host 127.0.0.1:9 --state-dir ${stateDir}'.`,
+    );
+    expect(pasted.stdout + pasted.stderr).not.toContain("4f8a1c9e7b2d5063a1f4");
   });
 
   it("refuses a malformed flag, one naming a header given already, and one without --url", async () => {
