@@ -85,7 +85,7 @@ export function lockHeld(path: string): boolean {
   }
   const owner = readOwner(path);
   if (owner === null) return !olderThan(path, UNREADABLE_LOCK_MS);
-  return processStartTime(owner.pid) === owner.startTime;
+  return !gone(owner);
 }
 
 function gone(owner: LockOwner): boolean {
