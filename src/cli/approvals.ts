@@ -258,7 +258,7 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
           // Best effort: the list is still right about what is pending; the next reader closes them.
           if (!refused) {
             process.stderr.write(
-              `portcullis: could not close abandoned approval requests: ${(e as Error).message}\n`,
+              `portcullis ${name}: could not close abandoned approval requests: ${(e as Error).message}\n`,
             );
             return;
           }
@@ -461,11 +461,14 @@ function listGrants(db: Store, stateDir: string, json: boolean): number {
 async function verifyHuman(
   db: Store,
   stateDir: string,
+  command: "approve" | "deny",
   what: string,
 ): Promise<{ by: string; signer: DecisionSigner }> {
   const passphrase = await readPassphrase(`Passphrase to ${what}: `);
+  // a notice (the approver key pinned, a passphrase change recorded late) names its command, as
+  // every other line on stderr does
   const signer = await pinnedSigner(db, stateDir, passphrase, (line) =>
-    process.stderr.write(`portcullis: ${line}\n`),
+    process.stderr.write(`portcullis ${command}: ${safeText(line)}\n`),
   );
   return { by: `${userName()} via 'portcullis' (pid ${process.pid}, passphrase verified)`, signer };
 }
@@ -628,7 +631,7 @@ async function approve(
     typedPassphrase(),
     json,
   );
-  const { by, signer } = await verifyHuman(db, stateDir, `approve ${what} (${id})`);
+  const { by, signer } = await verifyHuman(db, stateDir, "approve", `approve ${what} (${id})`);
   // What was shown is what is signed: a review changed in the store since then is not decided.
   const reviewed = reviewDigest(seen.review);
   const decided = decideRequest(db, id, { approve: true, for: scope, reviewed }, by, signer, stateDir);
@@ -720,7 +723,7 @@ async function deny(
   const req = pendingOrFail(db, "denial", id);
   if (picked === undefined)
     showHuman(`${review(listed(db, req), verbose, true)}\n\n`, typedPassphrase(), json);
-  const { by, signer } = await verifyHuman(db, stateDir, `deny ${subjectOf(req)} (${id})`);
+  const { by, signer } = await verifyHuman(db, stateDir, "deny", `deny ${subjectOf(req)} (${id})`);
   const denial: Decision = reason === undefined ? { approve: false } : { approve: false, reason };
   decideRequest(db, id, denial, by, signer, stateDir);
   if (json)

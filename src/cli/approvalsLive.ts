@@ -215,7 +215,10 @@ export async function askDecision(req: PendingRequest): Promise<Choice> {
       const reason = (await readTerminalLine("reason (optional, shown to the agent): ")).trim();
       return reason ? { choice: "deny", reason } : { choice: "deny" };
     }
-    process.stderr.write(`portcullis: ${JSON.stringify(safeText(answer))} is not one of the choices\n`);
+    // asked only by `approve --next` (decideNext), named as its other lines are
+    process.stderr.write(
+      `portcullis approve --next: ${JSON.stringify(safeText(answer))} is not one of the choices\n`,
+    );
   }
 }
 

@@ -219,7 +219,7 @@ export async function catalogCommand(args: string[]): Promise<number> {
 function unreadableRevision(sub: string, label: string, why: string): number {
   process.stderr.write(
     safeText(
-      `portcullis: catalog ${sub}: the stored catalog of "${label}" cannot be read (${why}): something rewrote it in the store, so it cannot be shown or compared; a gateway takes it as listing no tools, so any tool it serves is asked for again.`,
+      `portcullis catalog ${sub}: the stored catalog of "${label}" cannot be read (${why}): something rewrote it in the store, so it cannot be shown or compared; a gateway takes it as listing no tools, so any tool it serves is asked for again.`,
     ) + "\n",
   );
   return 1;

@@ -659,7 +659,7 @@ async function storeAndHand(
   );
   if (value.length < SHORT_VALUE)
     process.stderr.write(
-      `portcullis vault: note: a value of under ${SHORT_VALUE} characters is scrubbed from everything a server says wherever it appears, so it can collide with ordinary text.\n`,
+      `portcullis vault set: note: a value of under ${SHORT_VALUE} characters is scrubbed from everything a server says wherever it appears, so it can collide with ordinary text.\n`,
     );
   return EXIT_OK;
 }
@@ -763,7 +763,7 @@ async function vaultList(args: string[], ctx: { stateDir: string }): Promise<num
     // said, not hidden: "no server ... uses it" and no delivery warning would be untrue
     if (configProblem)
       process.stderr.write(
-        `portcullis vault: warning: ${safeText(configProblem)}; who uses each secret, and any delivery mismatch, cannot be shown.\n`,
+        `portcullis vault list: warning: ${safeText(configProblem)}; who uses each secret, and any delivery mismatch, cannot be shown.\n`,
       );
     const status = await holderStatus(stateDir);
     // Who uses a secret is known only from a portcullis.json that loads: with none found, or one

@@ -75,7 +75,7 @@ describe("a run's, a gateway's or a catalog's JSON column rewritten in the store
       expect(shown.code, `${args.join(" ")}: ${shown.stderr}`).toBe(1);
       expect(shown.stderr.trim().split("\n")).toHaveLength(1);
       expect(shown.stderr).toContain(
-        `catalog show: the stored catalog of "shop" cannot be read (revision 1: catalog_revisions.tools_json is not JSON`,
+        `portcullis catalog show: the stored catalog of "shop" cannot be read (revision 1: catalog_revisions.tools_json is not JSON`,
       );
       expect(shown.stdout).toBe("");
     }
@@ -109,7 +109,9 @@ describe("a run's, a gateway's or a catalog's JSON column rewritten in the store
     expect(list.stdout).toMatch(/\n2 {2}\S+ {2}1 tools/);
     const diff = await cli("catalog", "diff", "shop");
     expect(diff.code, diff.stderr).toBe(1);
-    expect(diff.stderr).toContain('catalog diff: the stored catalog of "shop" cannot be read (revision 1:');
+    expect(diff.stderr).toContain(
+      'portcullis catalog diff: the stored catalog of "shop" cannot be read (revision 1:',
+    );
     await gw.close();
   }, 30_000);
 });

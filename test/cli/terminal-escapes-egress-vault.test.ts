@@ -361,7 +361,7 @@ describe("portcullis vault list", () => {
         expect(r.stderr).toBe("");
         expect(r.stdout).toContain("list\\u001b[2J\\u001b[Hitems");
         expect(r.stdout).toContain("a\\u202eb");
-      } else expect(r.stderr).toMatch(/^portcullis vault: warning: /);
+      } else expect(r.stderr).toMatch(/^portcullis vault list: warning: /);
     }
   });
 });

@@ -421,7 +421,7 @@ describe("step 6 in a gateway: credentials from the vault", () => {
     const unread = await runCli(["vault", "list"], { cwd: typo.dir, stateDir });
     expect(unread.code).toBe(0);
     expect(unread.stderr).toBe(
-      `portcullis vault: warning: ${typoFile}: servers.inventory.onChnage is not a known key (did you mean onChange?); who uses each secret, and any delivery mismatch, cannot be shown.\n`,
+      `portcullis vault list: warning: ${typoFile}: servers.inventory.onChnage is not a known key (did you mean onChange?); who uses each secret, and any delivery mismatch, cannot be shown.\n`,
     );
     expect(unread.stdout).toContain("used by: not known (the portcullis.json found here does not load)");
     expect(unread.stdout).not.toContain("no server in the portcullis.json found here");
