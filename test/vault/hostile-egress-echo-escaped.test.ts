@@ -4,20 +4,11 @@
 // (a redirect, a `Link`), upper and lower case; whole and as a Basic auth `user:value` at each
 // alignment. The body comes in two pieces, cut inside the forms. In-process proxy and vault
 // holder, a real HTTP upstream; this process is the server, reading every byte the proxy gives it.
-import { once } from "node:events";
-import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createCa } from "../../src/vault/egress/certs.js";
-import { type CallInFlight, type EgressProxy, startEgressProxy } from "../../src/vault/egress/proxy.js";
-import { holderSocketPath, runHolder } from "../../src/vault/holder.js";
-import { removeDir } from "../helpers/files.js";
-import { newStateDir } from "../helpers/state.js";
-import { exchange } from "./egress-kit.js";
+import { askThrough, bodyOf, type EchoSetup, echoUpstream, PLACEHOLDER } from "./echoUpstreamKit.js";
 
 /** a value whose base64 holds `+`, `/` and `=`, whole and inside longer base64 at each alignment */
 const SECRET = "sk-live?>>~~~???-9f3c>>";
-const PLACEHOLDER = "portcullis-placeholder:api";
-const quiet = { info() {}, warn() {}, debug() {}, status() {} };
 const PREFIXES = ["", "u:", "us:", "user:"];
 
 /** The escapes, each with how this test reads it back. */
@@ -33,20 +24,12 @@ const ESCAPES: Record<string, [(t: string) => string, (t: string) => string]> = 
   ],
 };
 
-let stateDir: string;
-let proxy: EgressProxy;
-let holder: { stop(reason: "locked"): void };
-let upstream: Server;
-let host: string;
+let s: EchoSetup;
 /** the Authorization the upstream got */
-const got: string[] = [];
+const got = () => s.got;
 
 beforeAll(async () => {
-  stateDir = newStateDir();
-  upstream = createServer((req, res) => {
-    req.resume();
-    const token = (req.headers.authorization ?? "").replace(/^Bearer /, "");
-    got.push(token);
+  s = await echoUpstream(SECRET, (token, res) => {
     const lines: string[] = [];
     for (const p of PREFIXES)
       for (const [name, [write]] of Object.entries(ESCAPES))
@@ -58,61 +41,17 @@ beforeAll(async () => {
     res.write(body.slice(0, 333));
     setTimeout(() => res.end(body.slice(333)), 5);
   });
-  upstream.listen(0, "127.0.0.1");
-  await once(upstream, "listening");
-  host = `127.0.0.1:${(upstream.address() as { port: number }).port}`;
-  holder = await runHolder({
-    socketPath: holderSocketPath(stateDir),
-    until: new Date(Date.now() + 3600_000),
-    secrets: new Map([["api", { value: SECRET, deliver: "http", hosts: [host] }]]),
-    ca: await createCa("escaped local CA"),
-  });
-  const window: { epoch: string; inFlight: CallInFlight[] } = {
-    epoch: "E1",
-    inFlight: [{ callId: "1", epoch: "E1", scopes: ["api"], key: "k1" }],
-  };
-  proxy = await startEgressProxy({
-    stateDir,
-    credentials: [{ env: "API_KEY", secret: "api", deliver: "http", hosts: [host] }],
-    mode: "record",
-    calls: () => window,
-    timeoutMs: 5000,
-    onRecord: () => {},
-    log: quiet,
-  });
 });
 
 afterAll(async () => {
-  await proxy?.close();
-  holder?.stop("locked");
-  upstream?.closeAllConnections();
-  upstream?.close();
-  removeDir(stateDir);
+  await s?.close();
 });
-
-/** The body of an answer read whole (its chunk framing taken off). */
-function bodyOf(answer: string): string {
-  const end = answer.indexOf("\r\n\r\n") + 4;
-  if (!/\r\ntransfer-encoding: chunked\r\n/i.test(answer.slice(0, end))) return answer.slice(end);
-  let out = "";
-  for (let at = end; ; ) {
-    const nl = answer.indexOf("\r\n", at);
-    const size = Number.parseInt(answer.slice(at, nl), 16);
-    if (!(size > 0)) return out;
-    out += answer.slice(nl + 2, nl + 2 + size);
-    at = nl + 2 + size + 2;
-  }
-}
 
 describe("an upstream that echoes the value's base64 escaped", () => {
   for (const how of ["tunnel", "absolute"] as const)
     it(`${how}: JSON with \`\\/\` once or twice, \`\\u002B\`, URL escapes in either case: none decodes to the value`, async () => {
-      const request = `GET ${how === "absolute" ? `http://${host}` : ""}/echo HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${PLACEHOLDER}\r\nConnection: close\r\n\r\n`;
-      let answer = await (how === "absolute"
-        ? exchange(proxy.port, request)
-        : exchange(proxy.port, `CONNECT ${host} HTTP/1.1\r\nHost: ${host}\r\n\r\n`, request));
-      if (how === "tunnel") answer = answer.slice(answer.indexOf("\r\n\r\n") + 4);
-      expect(got.at(-1)).toBe(SECRET);
+      const answer = await askThrough(how, s);
+      expect(got().at(-1)).toBe(SECRET);
       expect(answer).toMatch(/^HTTP\/1\.1 200 /);
       const link = /\r\nlink: <\/next\?auth=([^>]*)>/i.exec(answer)?.[1] ?? "";
       expect(Buffer.from(decodeURIComponent(link), "base64").toString("latin1")).toBe(PLACEHOLDER);
