@@ -60,16 +60,26 @@ const pieces = fc.array(fc.oneof(fc.constantFrom(0, 1, 2), fc.string({ unit: pla
 /** Every occurrence [start, end) of a form of the value in a text. */
 type Occurrences = (t: string) => [number, number][];
 
-/** Every stretch of `t` that is a form, or a percent spelling, of the value: short texts only. */
+/**
+ * A stretch with each `%25` followed by two hex digits read as `%` and those digits: a byte
+ * URL-escaped twice (`%252F`), which the scrubber reads once (src/vault/referenceSpelling.ts).
+ */
+const readTwiceEscaped = (s: string) => s.replace(/%25([0-9A-Fa-f]{2})/g, "%$1");
+
+/**
+ * Every stretch of `t` that is a form, or a percent spelling, of the value, as written or with its
+ * twice-escaped bytes read once: short texts only.
+ */
 function everyStretch(v: string): Occurrences {
   const forms = new Set(formsOf(v));
   const whole = new RegExp(`^(?:${percentPattern(v).source})$`);
+  const isForm = (s: string) => forms.has(s) || whole.test(s);
   return (t) => {
     const out: [number, number][] = [];
     for (let i = 0; i < t.length; i++)
       for (let j = i + 1; j <= t.length; j++) {
         const s = t.slice(i, j);
-        if (forms.has(s) || whole.test(s)) out.push([i, j]);
+        if (isForm(s) || isForm(readTwiceEscaped(s))) out.push([i, j]);
       }
     return out;
   };
@@ -155,7 +165,9 @@ describe("occurrences that overlap are replaced whole", () => {
           );
         },
       ),
-      { numRuns: 800 },
+      // found by this property once double URL escapes were read: "%2525%" is "%%", its first
+      // "%" escaped twice
+      { numRuns: 800, examples: [["%%", ["%25", "2", "5%"]]] },
     );
   });
 
