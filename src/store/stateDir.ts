@@ -1,4 +1,5 @@
 import { chmodSync, mkdirSync, readdirSync, statSync } from "node:fs";
+import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { KEYRING_FILE } from "../keyring/file.js";
 import { closedDirectory, fileProblem } from "../util/errno.js";
@@ -59,10 +60,17 @@ export function hintStateDir(flag?: string): string | undefined {
  * gateway's state directory often comes from a flag its host was given (`wrap` writes one into
  * every entry) or from a variable of the host's environment that the human's terminal lacks: a
  * bare command there looks in the default directory and finds nothing.
+ *
+ * The default left unnamed is `~/.local/state/portcullis`, the one a shell reaches with no
+ * variable set, and only while this process's own default is that one too. `$XDG_STATE_HOME` is
+ * such a variable, as `$PORTCULLIS_HOME` is: with it set, its directory was taken for the default
+ * and left out, and the command pasted into a shell without it reached another store (another
+ * vault, another record of the wrapped files); with it set while `dir` is the home's, a bare
+ * command pasted back into this shell would reach `$XDG_STATE_HOME`'s.
  */
 export function stateDirFlagFor(dir: string): string {
-  const fallback = join(xdgStateHome(), "portcullis");
-  if (resolve(dir) === fallback) return "";
+  const bare = join(homedir(), ".local", "state", "portcullis");
+  if (resolve(dir) === bare && join(xdgStateHome(), "portcullis") === bare) return "";
   // quoted for a POSIX shell when it holds anything a shell would act on; a control character
   // escaped, never printed raw (src/util/shellWord.ts)
   return ` --state-dir ${shellWord(dir)}`;
