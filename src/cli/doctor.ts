@@ -1,4 +1,4 @@
-import { safeText } from "../catalog/text.js";
+import { quotedName, safeText } from "../catalog/text.js";
 import { consoleLine, doctor } from "../onboard/doctor.js";
 import { printableJson } from "../util/printableJson.js";
 import { parse } from "./args.js";
@@ -48,10 +48,21 @@ export async function doctorCommand(args: string[]): Promise<number> {
   out.push(r.hosts.length === 0 ? "host files       none found" : "host files");
   for (const h of r.hosts) {
     out.push(`  ${h.host}  ${t(h.file)}`);
-    // an HTTP entry, or one the host cannot start, is not "not wrapped": wrap leaves it alone
+    // an HTTP entry, or one the host cannot start, is not "not wrapped": wrap leaves it alone;
+    // one whose url is a --listen front of this state directory is guarded, through the front
     const state = (s: (typeof h.servers)[number]) =>
-      s.wrapped ? "wrapped" : s.kind === "http" ? "http" : s.kind === "unusable" ? "unusable" : "not wrapped";
-    for (const s of h.servers) out.push(`    ${state(s).padEnd(11)}  ${t(s.key)}`);
+      s.wrapped
+        ? "wrapped"
+        : s.front !== undefined
+          ? "via front"
+          : s.kind === "http"
+            ? "http"
+            : s.kind === "unusable"
+              ? "unusable"
+              : "not wrapped";
+    const through = (s: (typeof h.servers)[number]) =>
+      s.front === undefined ? "" : `  (behind portcullis's --listen front, label ${t(quotedName(s.front))})`;
+    for (const s of h.servers) out.push(`    ${state(s).padEnd(11)}  ${t(s.key)}${through(s)}`);
     if (h.error) out.push(`    ${t(h.error)}`);
   }
   out.push("findings");

@@ -92,6 +92,11 @@ export interface DoctorReport {
       wrapped: boolean;
       /** "stdio": wrap can put it behind portcullis; "http": a remote entry wrap leaves alone; "unusable": neither */
       kind: "stdio" | "http" | "unusable";
+      /**
+       * an "http" entry whose url is a `run --listen` front of this state directory: the front's
+       * label (the entry is behind portcullis through it); absent for any other entry
+       */
+      front?: string;
     }[];
     error?: string;
   }[];
@@ -224,12 +229,18 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
     }
     try {
       const record = recorded.get(f.file);
-      const list = read.servers.map((s) => ({
-        key: s.key,
-        wrapped: isWrapped(s.entry),
-        kind: serverKind(s.entry),
-        recorded: record?.entries[entryPathKey(s.table, s.key)] !== undefined,
-      }));
+      const list = read.servers.map((s) => {
+        const kind = serverKind(s.entry);
+        // listed as behind portcullis, as the finding below says it: not as a bare "http"
+        const front = kind === "http" ? frontOf(s.entry, fronts) : null;
+        return {
+          key: s.key,
+          wrapped: isWrapped(s.entry),
+          kind,
+          ...(front !== null ? { front } : {}),
+          recorded: record?.entries[entryPathKey(s.table, s.key)] !== undefined,
+        };
+      });
       hosts.push({ host: f.host, file: f.file, servers: list.map(({ recorded: _, ...s }) => s) });
       // only what wrap would take: an HTTP entry is not something 'wrap' can put behind portcullis
       // an entry holding a key its host does not read is left out: wrap refuses it, and its own

@@ -4,7 +4,9 @@
 // front's token in its headers for an upstream credential to store in the vault behind a
 // `run --url` of the front (a gateway in front of a gateway). Now the entry is said to be behind
 // the front, nothing more: for a front running (recorded in the state directory) and for a label
-// of portcullis.json with `listen` (a front not started yet). Real gateway, real CLI.
+// of portcullis.json with `listen` (a front not started yet). The list of the file's servers
+// said "http" for it all the same, as for an entry no portcullis guards: it now says "via front"
+// with the front's label (`front` in --json). Real gateway, real CLI.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
@@ -27,17 +29,24 @@ async function doctorOn(stateDir: string, project: string, url: string, token: s
   const entry = { type: "http", url, headers: { Authorization: `Bearer ${token}` } };
   writeFileSync(mcp, JSON.stringify({ mcpServers: { guarded: entry } }));
   const r = await runCli(["doctor", "--json"], { stateDir, cwd: project, env: { HOME: project } });
-  const findings = (JSON.parse(r.stdout) as { findings: Finding[] }).findings.filter((f) =>
-    f.what.startsWith(mcp),
-  );
-  return { mcp, findings, out: r.stdout + r.stderr };
+  const report = JSON.parse(r.stdout) as {
+    findings: Finding[];
+    hosts: { file: string; servers: unknown[] }[];
+  };
+  const findings = report.findings.filter((f) => f.what.startsWith(mcp));
+  const servers = report.hosts.find((h) => h.file === mcp)?.servers;
+  const text = await runCli(["doctor"], { stateDir, cwd: project, env: { HOME: project } });
+  return { mcp, findings, servers, text: text.stdout, out: r.stdout + r.stderr + text.stdout + text.stderr };
 }
+
+/** The line of the text report's list of host files that names the server key "guarded". */
+const listed = (text: string) => text.split("\n").find((l) => /^ {4}\S.*\s{2}guarded\b/.test(l));
 
 it("a host entry whose url is a running --listen front: behind portcullis, its token no problem", async () => {
   const l = await startListener(fixtureCommand("echo"), {});
   cleanup.push(() => l.close());
   const project = tempDir("portcullis-front-");
-  const { mcp, findings, out } = await doctorOn(l.stateDir, project, l.url, l.token!);
+  const { mcp, findings, servers, text, out } = await doctorOn(l.stateDir, project, l.url, l.token!);
   expect(findings).toEqual([
     {
       ok: true,
@@ -45,6 +54,11 @@ it("a host entry whose url is a running --listen front: behind portcullis, its t
       next: "nothing",
     },
   ]);
+  // listed as guarded through the front, not as a bare "http" entry
+  expect(servers).toEqual([{ key: "guarded", wrapped: false, kind: "http", front: "http-test" }]);
+  expect(listed(text)).toBe(
+    `    via front    guarded  (behind portcullis's --listen front, label "http-test")`,
+  );
   expect(out).not.toContain(l.token!);
 });
 
@@ -55,7 +69,7 @@ it("a host entry whose url is the listen of a portcullis.json label: behind port
     join(project, "portcullis.json"),
     JSON.stringify({ servers: { echo: { command, args, listen: "127.0.0.1:8765" } } }),
   );
-  const { mcp, findings } = await doctorOn(
+  const { mcp, findings, servers, text } = await doctorOn(
     newStateDir(),
     project,
     "http://127.0.0.1:8765/mcp/",
@@ -64,4 +78,18 @@ it("a host entry whose url is the listen of a portcullis.json label: behind port
   expect(findings).toEqual([
     { ok: true, what: `${mcp}: behind portcullis's --listen front: guarded (label "echo")`, next: "nothing" },
   ]);
+  expect(servers).toEqual([{ key: "guarded", wrapped: false, kind: "http", front: "echo" }]);
+  expect(listed(text)).toBe(`    via front    guarded  (behind portcullis's --listen front, label "echo")`);
+});
+
+it("an HTTP entry whose url is no front of this state directory: still listed as http, without a front", async () => {
+  const project = tempDir("portcullis-front-");
+  const { servers, text } = await doctorOn(
+    newStateDir(),
+    project,
+    "http://127.0.0.1:8766/mcp",
+    "t0k3n-of-nobody-4c5d6e",
+  );
+  expect(servers).toEqual([{ key: "guarded", wrapped: false, kind: "http" }]);
+  expect(listed(text)).toBe("    http         guarded");
 });
