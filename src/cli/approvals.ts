@@ -40,6 +40,7 @@ import {
   readWithoutWriting,
   type Store,
   StoreError,
+  storeFailure,
   writeRefused,
 } from "../store/db.js";
 import { olderThan, schemaPhrase } from "../store/schemaVersion.js";
@@ -246,6 +247,9 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
     // a gateway asks for afterwards never shown): refused, saying why, rather than shown as live.
     if (name === "approvals" && v.watch) refuseWatchingCopy(db);
     let notClosedSaid = false;
+    // the last "could not close" line said: a --watch sweeps at every change, and repeats it only
+    // when it says something new (another cause, other requests left)
+    let couldNotCloseSaid = "";
     // What a dead gateway left pending, or what is overdue, is closed before anything is listed or decided.
     const sweep = () => {
       let refused = readWithoutWriting(db);
@@ -257,9 +261,9 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
           refused = writeRefused(e) ?? undefined;
           // Best effort: the list is still right about what is pending; the next reader closes them.
           if (!refused) {
-            process.stderr.write(
-              `portcullis ${name}: could not close abandoned approval requests: ${(e as Error).message}\n`,
-            );
+            const line = couldNotCloseLine(name, e, db);
+            if (line !== couldNotCloseSaid) process.stderr.write(`${line}\n`);
+            couldNotCloseSaid = line;
             return;
           }
         }
@@ -332,6 +336,23 @@ function refuseWatchingCopy(db: Store): void {
  * What a sweep the store refused left undone: the pending requests that can no longer be decided
  * (read, not closed), listed as pending until a lister can write their closing.
  */
+/**
+ * Why the abandoned requests were left pending, when closing them failed for another cause than a
+ * write the file system refused (said by readWithoutWritingLine): another process holding the
+ * store's write lock past the busy timeout (a database browser with an unsaved edit, an sqlite3
+ * shell inside BEGIN), say. The store's own sentence (the file and the cause) rather than SQLite's
+ * "database is locked", which names neither, with the requests left and the one thing to do; the
+ * store's path escaped (a state directory's name may hold a control character).
+ */
+function couldNotCloseLine(name: string, e: unknown, db: Store): string {
+  const failure = storeFailure(e);
+  const why = (failure?.message ?? (e as Error | null)?.message ?? String(e)).replace(/\.$/, "");
+  const fix = failure ? `. To fix it: ${storeAdvice(failure)}` : "";
+  return safeText(
+    `portcullis ${name}: could not close abandoned approval requests: ${why}; ${notClosed(db)}${fix}.`,
+  );
+}
+
 function notClosed(db: Store): string {
   const left = abandonedRequests(db);
   if (left.length === 0) return "no abandoned approval request needed closing";

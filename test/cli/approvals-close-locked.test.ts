@@ -1,0 +1,87 @@
+// `portcullis approvals` closes the requests nobody can decide any more (the gateway that asked is
+// gone) before it lists them; best effort, since the list is right about what is pending either
+// way. When that close failed for another cause than a write the file system refused (a full disk:
+// test/store/hostile-disk-full-lists.test.ts), it said only SQLite's words, "could not close
+// abandoned approval requests: database is locked", naming neither the store nor what was left nor
+// what to do. Made to happen here with real processes: a gateway killed with a request pending,
+// then another process holding the store's write lock (as a database browser with an unsaved
+// edit would) past the lister's busy timeout. The lister must not crash (exit 0, its --json
+// whole on stdout), and say the store's sentence, the request left pending and the fix, in one
+// line; once the lock is let go, the next lister closes the request and the chain verifies.
+import { join } from "node:path";
+import { afterEach, expect, it } from "vitest";
+import { storedPending } from "../helpers/approvals.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
+import { holdStoreLock } from "../helpers/lock.js";
+import { FIXTURES, NODE } from "../helpers/paths.js";
+import { rawGateway } from "../helpers/raw.js";
+import { newStateDir } from "../helpers/state.js";
+
+const cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.splice(0).reverse()) await c();
+});
+
+const TOOLS = '[{"name":"say","inputSchema":{"type":"object"}}]';
+
+/** A gateway that asked for approval of a call, SIGKILLed while the request was pending: its id. */
+async function abandonedRequest(stateDir: string): Promise<string> {
+  const gw = rawGateway({
+    args: ["--label", "held", "--approval", "per-call", "--", NODE, FIXTURES.rawlines],
+    env: { FIXTURE_RAW_LOG: join(tempDir(), "raw.log"), FIXTURE_RAW_TOOLS: TOOLS },
+    stateDir,
+  });
+  cleanup.push(() => gw.close());
+  await gw.initialize();
+  expect((await gw.request("tools/list")).result).toMatchObject({ tools: [{ name: "say" }] });
+  gw.send({ jsonrpc: "2.0", id: "held", method: "tools/call", params: { name: "say", arguments: {} } });
+  const [request] = await waitFor(() => {
+    const p = storedPending(stateDir);
+    return p.length > 0 && p;
+  });
+  gw.kill("SIGKILL");
+  await gw.exited;
+  return request!.request;
+}
+
+it("the store's write lock held by another process: the request is listed, and one line says it was not closed, why and what to do", async () => {
+  const stateDir = newStateDir();
+  cleanup.push(() => removeDir(stateDir));
+  const request = await abandonedRequest(stateDir);
+  const lock = await holdStoreLock(stateDir);
+  let held = true;
+  cleanup.push(() => (held ? lock.release() : undefined));
+  // the lister waits for the lock for its busy timeout (10 s by default), cut short here
+  const env = { PORTCULLIS_BUSY_TIMEOUT_MS: "300" };
+  const db = join(stateDir, "portcullis.db");
+  const line =
+    `portcullis approvals: could not close abandoned approval requests: the store ${db} is locked by another process, and stayed locked while this one waited; ` +
+    `1 approval request that can no longer be decided (the gateway that asked is gone, or the time is up) was not closed: ${request}; it is listed as pending until a 'portcullis approvals' where the store can be written closes it. ` +
+    "To fix it: end the program that holds it";
+
+  const json = await runCli(["approvals", "--json"], { stateDir, env });
+  expect(json.code, json.stderr).toBe(0);
+  expect(
+    (JSON.parse(json.stdout) as { requests: { request: string }[] }).requests.map((r) => r.request),
+  ).toEqual([request]);
+  expect(json.stderr.startsWith(line), json.stderr).toBe(true);
+  expect(json.stderr).toContain("then run doctor again.\n");
+  expect(json.stderr.split("\n")).toHaveLength(2); // one line
+  // was: SQLite's own words, naming neither the store nor the request
+  expect(json.stderr).not.toContain("database is locked");
+
+  const text = await runCli(["approvals"], { stateDir, env });
+  expect(text.code, text.stderr).toBe(0);
+  expect(text.stdout).toContain(`approval request ${request}  pending`);
+  expect(text.stderr.startsWith(line), text.stderr).toBe(true);
+
+  // the lock let go: the next lister closes it, and the chain holds
+  await lock.release();
+  held = false;
+  const after = await runCli(["approvals", "--json"], { stateDir });
+  expect({ code: after.code, stderr: after.stderr }).toEqual({ code: 0, stderr: "" });
+  expect(JSON.parse(after.stdout)).toEqual({ requests: [] });
+  const verify = await runCli(["audit", "verify"], { stateDir });
+  expect(verify.code, verify.stderr).toBe(0);
+});
