@@ -3,9 +3,10 @@ import { fileURLToPath } from "node:url";
 import { recordLateChange } from "../approval/lateWrapping.js";
 import type { AuditEvent } from "../audit/events.js";
 import { AuditLog } from "../audit/log.js";
-import { safeText } from "../catalog/text.js";
+import { quotedName, safeText } from "../catalog/text.js";
 import { ConfigError, findConfig, loadConfigFile, type ServerConfig } from "../config/config.js";
 import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
+import { type HostHeaderSecretUse, hostHeaderSecretUses } from "../onboard/hostHeaderSecrets.js";
 import { busyTimeoutMs, openStore, openStoreToRead, type Store } from "../store/db.js";
 import { quotedCommand, requireInitialized } from "../store/stateDir.js";
 import { printableJson } from "../util/printableJson.js";
@@ -739,6 +740,11 @@ interface Use {
   header?: string;
   /** http or env for a credential; "header" for a remote server's header */
   deliver: string;
+  /**
+   * the host file whose entry sends the header (`run --url … --header-secret`), the server being
+   * its key there; absent for a use of the portcullis.json found from here
+   */
+  hostFile?: string;
   hosts: string[];
   /** when the server declares per-tool scopes: the tools that list this one (tools that declare none use every scope) */
   tools?: string[];
@@ -765,6 +771,8 @@ async function vaultList(args: string[], ctx: { stateDir: string }): Promise<num
       process.stderr.write(
         `portcullis vault list: warning: ${safeText(configProblem)}; who uses each secret, and any delivery mismatch, cannot be shown.\n`,
       );
+    // the host entries that send a secret as a header with `run --url … --header-secret`
+    const hostUses = hostUsesOrSaid(stateDir);
     const status = await holderStatus(stateDir);
     // Who uses a secret is known only from a portcullis.json that loads: with none found, or one
     // that does not load, it is not known (null), which --json says as the text does, not as an
@@ -779,16 +787,21 @@ async function vaultList(args: string[], ctx: { stateDir: string }): Promise<num
     const secrets = stored.map((s) => ({
       ...s,
       held: held === null ? null : held.has(s.name),
-      usedBy: known
-        ? (uses.get(s.name) ?? []).map((u) => {
-            if ("header" in u) {
-              const m = headerHostMismatch(u.server, u.header, s, stateDir);
-              return m ? { ...u.use, mismatch: m } : u.use;
-            }
-            const m = deliveryMismatch(u.spec, s, u.place, stateDir);
-            return m ? { ...u.use, mismatch: `${m.why}; ${m.fix}` } : u.use;
-          })
-        : null,
+      // not known (null) only when neither a portcullis.json that loads nor a host entry says
+      usedBy:
+        known || hostUses.some((u) => u.secret === s.name)
+          ? [
+              ...(uses.get(s.name) ?? []).map((u): Use => {
+                if ("header" in u) {
+                  const m = headerHostMismatch(u.server, u.header, s, stateDir);
+                  return m ? { ...u.use, mismatch: m } : u.use;
+                }
+                const m = deliveryMismatch(u.spec, s, u.place, stateDir);
+                return m ? { ...u.use, mismatch: `${m.why}; ${m.fix}` } : u.use;
+              }),
+              ...hostUses.filter((u) => u.secret === s.name).map((u) => hostUse(u, s, stateDir)),
+            ]
+          : null,
     }));
     if (json) {
       const config = { file: configFile, problem: configProblem ?? null };
@@ -808,7 +821,7 @@ async function vaultList(args: string[], ctx: { stateDir: string }): Promise<num
       const how = s.deliver === "env" ? "deliver env" : `deliver http to ${s.hosts.map(t).join(", ")}`;
       const used = (s.usedBy ?? []).map(
         (u) =>
-          `${t(u.server)} (${u.header !== undefined ? `header ${t(u.header)}, sent` : `${t(u.env)}, ${t(u.deliver)}`}${u.hosts.length ? ` to ${u.hosts.map(t).join(", ")}` : ""}${
+          `${t(u.server)}${u.hostFile !== undefined ? ` in ${t(u.hostFile)}` : ""} (${u.header !== undefined ? `header ${t(u.header)}, sent` : `${t(u.env)}, ${t(u.deliver)}`}${u.hosts.length ? ` to ${u.hosts.map(t).join(", ")}` : ""}${
             u.tools
               ? `; tools ${u.tools.length ? u.tools.map(t).join(", ") : "(none by name)"} and any that declare no scopes`
               : ""
@@ -833,6 +846,43 @@ async function vaultList(args: string[], ctx: { stateDir: string }): Promise<num
   } finally {
     db.close();
   }
+}
+
+/**
+ * The host entries' `--header-secret` uses (hostHeaderSecretUses), or none, said on stderr, when
+ * they could not be read: listing the secrets does not depend on them.
+ */
+function hostUsesOrSaid(stateDir: string): HostHeaderSecretUse[] {
+  try {
+    return hostHeaderSecretUses(process.cwd(), stateDir);
+  } catch (e) {
+    process.stderr.write(
+      `portcullis vault list: warning: the host files found from here could not be read for the secrets their entries send as headers (${safeText((e as Error | null)?.message ?? String(e))}); those uses are not shown.\n`,
+    );
+    return [];
+  }
+}
+
+/**
+ * A host entry's `--header-secret` as vault list shows it: the entry's key and file, the header
+ * and the URL's host, with the warning run stops on when the vault would never send the secret
+ * there (stored for other hosts), the entry named by file and key.
+ */
+function hostUse(u: HostHeaderSecretUse, policy: SecretPolicy, stateDir: string): Use {
+  const use: Use = {
+    server: u.key,
+    header: u.header,
+    deliver: "header",
+    hosts: [new URL(u.server.remote!.url).host],
+    hostFile: u.file,
+  };
+  const m = headerHostMismatch(
+    u.server,
+    { name: u.header, secret: u.secret, fromFlag: true },
+    policy,
+    stateDir,
+  );
+  return m ? { ...use, mismatch: `${u.file}: server ${quotedName(u.key)}: ${m}` } : use;
 }
 
 /**
