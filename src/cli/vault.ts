@@ -27,10 +27,12 @@ import {
   usableSocketPath,
 } from "../vault/holder.js";
 import {
+  type EndedHolders,
   endHolders,
   forgetHolder,
   HOLDER_COMMAND,
   holdersGone,
+  notHolderNotice,
   recordHolder,
   takeVaultLock,
 } from "../vault/holderProcs.js";
@@ -109,7 +111,11 @@ export const LOCK_HELP = `usage: portcullis lock [--state-dir DIR]
 
 Credentials stop at once, in every gateway of the state directory: their next call that
 needs one is refused vault_locked. Locking only takes authority away, so it does not ask
-for the passphrase. 'portcullis unlock' lets them use credentials again.`;
+for the passphrase. 'portcullis unlock' lets them use credentials again.
+
+It ends each vault holder process the state directory's vault-holder-PID.pid files
+name, only when it is, by its command line, portcullis's own holder started then; a
+file naming any other process is said on stderr, kept, and that process left alone.`;
 
 const DEFAULT_UNLOCK_MS = 30 * 60_000;
 const MAX_UNLOCK_MS = 24 * 3600_000;
@@ -236,7 +242,7 @@ export async function unlockCommand(args: string[], ctx: { stateDir: string }): 
         await askHolder(ctx.stateDir, { op: "lock", by: "unlock" });
         await clearStaleSocket(ctx.stateDir);
         // holders no socket leads to are ended too: after this, the one started now is the only one
-        endHolders(ctx.stateDir);
+        sayNotHolders("unlock", endHolders(ctx.stateDir));
         // each records its end as it goes: the new holder's vault_unlocked comes after
         await holdersGone(ctx.stateDir, busyTimeoutMs() + HOLDER_END_MS);
         const until = new Date(Date.now() + ms);
@@ -270,7 +276,9 @@ export async function lockCommand(args: string[], ctx: { stateDir: string }): Pr
   await clearStaleSocket(ctx.stateDir);
   // Holders no socket leads to (one still starting, one whose unlock was interrupted) hold the
   // secrets too: ended by the files `unlock` keeps of them.
-  const unreachable = endHolders(ctx.stateDir);
+  const found = endHolders(ctx.stateDir);
+  sayNotHolders("lock", found);
+  const unreachable = found.ended;
   // Each holder records its own vault_locked as it ends (this command killed now leaves the chain
   // saying so all the same); waited for, so that the record is there once this says "locked".
   // What they held is wiped before they write it.
@@ -288,6 +296,17 @@ export async function lockCommand(args: string[], ctx: { stateDir: string }): Pr
         : "the vault was already locked\n",
   );
   return EXIT_OK;
+}
+
+/**
+ * Says, on stderr, each holder file that names a live process that is not a portcullis vault
+ * holder: left alone, so the human knows a file they did not expect names it (written by another
+ * process of theirs, or a holder caught before it started running its command).
+ */
+function sayNotHolders(command: string, found: EndedHolders): void {
+  for (const named of found.notHolders)
+    process.stderr.write(`portcullis ${command}: ${safeText(notHolderNotice(named))}
+`);
 }
 
 /**

@@ -7,14 +7,17 @@
  * So `unlock` writes a file per holder it starts, `vault-holder-PID.pid` in the state directory
  * (0700), naming the process by pid and start time, before the holder receives anything; the
  * holder removes its own file when it ends. `endHolders` signals only a live process whose start
- * time is the one recorded (a reused pid has another) and whose arguments are a vault holder's:
- * a stale or damaged file is removed and never signals anything.
+ * time is the one recorded (a reused pid has another) and that runs portcullis's own CLI as a vault
+ * holder by its command line (liveHolders.ts, `holderFileNames`): a stale or damaged file is
+ * removed and never signals anything; one naming a live process that is no holder (any process of
+ * this user can write the file) is left for the human to read, and the process named is not
+ * signalled but returned, for the command to say so.
  */
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { processStartTime } from "../identity/proc.js";
+import { notPortcullisPhrase, processStartTime } from "../identity/proc.js";
 import { readOwner, takeOwnedLock, writeOwner } from "../util/ownedLock.js";
-import { isHolder, liveHolderPids, PID_FILE } from "./liveHolders.js";
+import { holderFileNames, liveHolderPids, PID_FILE } from "./liveHolders.js";
 import { VaultError } from "./secrets.js";
 
 export { HOLDER_COMMAND } from "./liveHolders.js";
@@ -40,36 +43,57 @@ export function forgetHolder(stateDir: string, pid: number): void {
   rmSync(pidFile(stateDir, pid), { force: true });
 }
 
+/** What `endHolders` did: how many holders it signalled, and the files it would not act on. */
+export interface EndedHolders {
+  ended: number;
+  /** files naming a live process that is not a portcullis vault holder: kept, nothing signalled */
+  notHolders: { pid: number; file: string }[];
+}
+
 /**
  * Ends (SIGTERM) every live holder process of this state directory, with its socket or without;
- * removes the files of those that are gone. Returns how many were signalled.
+ * removes the files of those that are gone. A file naming a live process that is not a holder is
+ * kept and returned, its process left alone.
  */
-export function endHolders(stateDir: string): number {
+export function endHolders(stateDir: string): EndedHolders {
+  const out: EndedHolders = { ended: 0, notHolders: [] };
   let names: string[];
   try {
     names = readdirSync(stateDir);
   } catch {
-    return 0;
+    return out;
   }
-  let ended = 0;
-  for (const name of names) {
+  for (const name of names.sort()) {
     const m = PID_FILE.exec(name);
     if (!m) continue;
     const path = join(stateDir, name);
     const owner = readOwner(path);
-    if (owner === null || owner.pid !== Number(m[1]) || !isHolder(owner)) {
+    const named = owner === null || owner.pid !== Number(m[1]) ? "stale" : holderFileNames(owner);
+    if (named === "not-holder") {
+      out.notHolders.push({ pid: owner!.pid, file: path });
+      continue;
+    }
+    if (named === "stale") {
       rmSync(path, { force: true });
       continue;
     }
     try {
       // the holder wipes what it holds on SIGTERM (or dies, before it holds anything)
-      process.kill(owner.pid, "SIGTERM");
-      ended++;
+      process.kill(owner!.pid, "SIGTERM");
+      out.ended++;
     } catch {
       rmSync(path, { force: true });
     }
   }
-  return ended;
+  return out;
+}
+
+/**
+ * The notice for a holder file naming a live process that is not a holder: said by `lock` and
+ * `unlock`, which left that process alone, and the file for the human to look at.
+ */
+export function notHolderNotice(named: { pid: number; file: string }): string {
+  return `${notPortcullisPhrase(named.pid, "vault holder")}; it was not signalled, and ${named.file}, which names it, was left for you to look at and remove`;
 }
 
 /**

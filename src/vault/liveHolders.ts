@@ -6,7 +6,8 @@
  */
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { describeOsProcess, processStartTime } from "../identity/proc.js";
+import { processStartTime } from "../identity/proc.js";
+import { runsPortcullisCommand } from "../identity/procPortcullis.js";
 import { type LockOwner, readOwner } from "../util/ownedLock.js";
 
 /** The hidden command a holder runs as (`portcullis __vault-holder`). */
@@ -34,9 +35,25 @@ export function liveHolderPids(stateDir: string): number[] {
   return live.sort((a, b) => a - b);
 }
 
-/** The same process that was recorded (pid and start time), and it runs a vault holder. */
+/**
+ * What a holder's file names: `holder`, the very process recorded (pid and start time) running
+ * this package's CLI as a vault holder; `stale`, a process that is gone or another one under a
+ * reused pid (another start time); `not-holder`, the process recorded, alive, that is not a
+ * portcullis vault holder by its command line. Any process of this user can write the file, and
+ * `__vault-holder` among a process's arguments is the process's own to write (a `node -e` script,
+ * `exec -a`): only node running portcullis's own `dist/cli/main.cjs __vault-holder`
+ * (src/identity/procPortcullis.ts) is one. A process whose command line cannot be read (no
+ * /proc/PID entry, another PID namespace, macOS's `ps` splitting a path with spaces) is none:
+ * deny first, `lock` never signals what it cannot tell to be ours.
+ */
+export type HolderFile = "holder" | "stale" | "not-holder";
+
+export function holderFileNames(owner: LockOwner): HolderFile {
+  if (processStartTime(owner.pid) !== owner.startTime) return "stale";
+  return runsPortcullisCommand(owner.pid, HOLDER_COMMAND, owner.startTime) ? "holder" : "not-holder";
+}
+
+/** The same process that was recorded (pid and start time), and it runs portcullis's vault holder. */
 export function isHolder(owner: LockOwner): boolean {
-  if (processStartTime(owner.pid) !== owner.startTime) return false;
-  const described = describeOsProcess(owner.pid);
-  return described?.startTime === owner.startTime && (described.argv ?? []).includes(HOLDER_COMMAND);
+  return holderFileNames(owner) === "holder";
 }
