@@ -199,31 +199,48 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
  * placeholders and, at each spawn, released values or an egress proxy's variables; an HTTP
  * front launches one server per session; a remote server is no process of ours. Not when the
  * gateway will refuse to start for want of a keyring or of a store it can write (read-only, or on
- * a disk with less than EARLY_FREE_BYTES left, or newer than this portcullis by its header): it
- * refuses those before any server runs. A store that fails later (damaged, say, or newer by a
- * header that did not say so) ends the server unused.
+ * a disk with less than EARLY_FREE_BYTES left), nor when the store's header does not say a schema
+ * version this portcullis knows: newer than this one, or none (0: a store last migrated by a
+ * portcullis from before the header was written, which may since have been brought to a newer
+ * schema by another such one; or no readable header in a file that is not empty). Those the opening's check of
+ * schema_migrations judges before any server runs. A store that fails later (damaged, say, or
+ * newer by a header page still in the WAL) ends the server unused.
  */
 function startsEarly(server: ServerConfig, stateDir: string, listen: unknown): boolean {
   if (server.remote || listen || server.credentialSpecs.length > 0 || server.egress !== undefined)
     return false;
   // what the gateway refuses before any server runs: no keyring, a store it cannot write, a store
-  // a newer portcullis brought to a schema this one does not know (its header says so: one read)
+  // whose header does not vouch for a schema this one knows (one read)
   const store = join(stateDir, STORE_FILE);
   return (
     existsSync(join(stateDir, KEYRING_FILE)) &&
     writable(stateDir) &&
-    (!existsSync(store) || (writable(store) && !newerStore(store))) &&
+    (!existsSync(store) || (writable(store) && knownStore(store))) &&
     roomFor(stateDir)
   );
 }
 
 /**
- * Whether the store's header says a newer portcullis migrated it (store/headerVersion.ts): then
- * the gateway refuses it, and no server is spawned first to be ended unused.
+ * Whether the store's header says a schema version this portcullis knows (store/headerVersion.ts).
+ * Deny first: a header that says newer is refused by the opening, and one that says nothing (0,
+ * or no header) cannot tell a store a newer portcullis migrated from one it did not; the opening
+ * checks schema_migrations before any server is spawned, and an opening of such a store that
+ * finds it current writes its version into the header (store/db.ts), so the next run is early.
  */
-function newerStore(store: string): boolean {
+function knownStore(store: string): boolean {
+  // an empty file is a store being made (another process's lock on it, say): nothing in it yet to
+  // be newer, as when there is no file
+  if (emptyFile(store)) return true;
   const version = headerSchemaVersion(store);
-  return version !== null && version > NEWEST_SCHEMA_VERSION;
+  return version !== null && version >= 1 && version <= NEWEST_SCHEMA_VERSION;
+}
+
+function emptyFile(path: string): boolean {
+  try {
+    return statSync(path).size === 0;
+  } catch {
+    return false;
+  }
 }
 
 /**

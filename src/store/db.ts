@@ -789,16 +789,52 @@ function migrate(db: Store): number {
       count++;
     }).immediate();
   }
+  const healed = count === 0 && headerBehind(db, Math.max(0, ...applied)) && writeHeaderVersion(db);
   // the header page copied into the main file now, where `run` reads it. Best effort: a reader
   // holding an older snapshot keeps a passive checkpoint short of it, a full disk fails it; the
   // header is a hint, the opening's check of schema_migrations stands (headerVersion.ts)
-  if (count > 0)
+  if (count > 0 || healed)
     try {
       db.pragma("wal_checkpoint(PASSIVE)");
     } catch {
       // the store is as usable as without it
     }
   return count;
+}
+
+/** Whether the header's user_version is below `newest`, the newest migration the store records. */
+function headerBehind(db: Store, newest: number): boolean {
+  return newest > 0 && Number(db.pragma("user_version", { simple: true })) < newest;
+}
+
+/**
+ * Writes the store's newest migration into its header's user_version, for a store a portcullis
+ * from before the header was written left at 0: `run` spawns nothing early on such a store
+ * (src/cli/run.ts, knownStore), so once is enough to give it back its early start. Only a version
+ * this portcullis knows (checkSchema refused a newer store before this). Best effort, never
+ * waited for: another process holding the write lock leaves it for the next opening. Returns
+ * whether it wrote.
+ */
+function writeHeaderVersion(db: Store): boolean {
+  const timeout = Number(db.pragma("busy_timeout", { simple: true }));
+  db.pragma("busy_timeout = 0");
+  try {
+    return db
+      .transaction(() => {
+        // under the write lock: another opening may have migrated or written it meanwhile
+        const row = db.prepare("SELECT max(version) AS v FROM schema_migrations").get() as { v: unknown };
+        const newest = typeof row.v === "number" || typeof row.v === "bigint" ? Number(row.v) : 0;
+        if (!headerBehind(db, newest)) return false;
+        db.pragma(`user_version = ${newest}`);
+        return true;
+      })
+      .immediate();
+  } catch (e) {
+    if (isBusy(e)) return false;
+    throw e;
+  } finally {
+    db.pragma(`busy_timeout = ${timeout}`);
+  }
 }
 
 /**

@@ -6,10 +6,14 @@
  * (store/db.ts, `migrate`), and the opening that applied migrations checkpoints the WAL, so the
  * main file's header carries the newest applied version.
  *
- * Only a hint, read before the real check: a header that says nothing (a store migrated by a
- * portcullis before this was recorded, page 1 still in the WAL because a reader kept the
- * checkpoint from reaching it, a file that is no SQLite database) reads as null, and the opening's
- * check of schema_migrations (store/db.ts, `checkSchema`) refuses a newer store as it always did.
+ * Only a hint, read before the real check. A header that says nothing reads as 0 (a store last
+ * migrated by a portcullis before this was recorded, which a newer such portcullis may have
+ * migrated since) or null (a file that is no SQLite database, or too short); `run` spawns nothing
+ * early for either, and the opening's check of schema_migrations (store/db.ts, `checkSchema`)
+ * refuses a newer store before any server runs. An opening that finds such a store current writes
+ * its version into the header (db.ts, `migrate`). What stays: page 1 still in the WAL because a
+ * reader kept the checkpoint from reaching it says the older version, and the server spawned
+ * early is ended unused when the opening refuses the store.
  */
 import { closeSync, openSync, readSync } from "node:fs";
 

@@ -1,10 +1,13 @@
 // The server is spawned before the gateway loads the rest of itself and opens its store
 // (src/supervisor/earlyStart.ts), so that it boots meanwhile. That process serves under the first
 // epoch as if launched later; a gateway that cannot start ends it; a state directory without a
-// keyring never starts it; a signal before the gateway's own handlers does not leave it running.
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+// keyring, or a store file whose header says no schema version this portcullis knows, never
+// starts it; a signal before the gateway's own handlers does not leave it running.
+import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
+import { KNOWN_SCHEMA_VERSION } from "../../src/store/schemaVersion.js";
 import { verifiedAuditEvents } from "../helpers/approvals.js";
 import { alive, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { holdStoreLock } from "../helpers/lock.js";
@@ -114,16 +117,41 @@ describe("the server is spawned before the gateway opens its store", () => {
     expect(pids()).toEqual([]);
   });
 
-  it("a gateway that cannot open its store ends the server it spawned, which never got a byte", async () => {
+  it("a file that is no SQLite database where the store goes: the gateway refuses it, and the server never starts", async () => {
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
-    // sleep ignores its input: only the gateway ending it ends it before a minute
     const { wrapper, pids } = recordedStarts(project.dir, "sleep 60");
     const stateDir = newStateDir();
     writeFileSync(
       join(stateDir, "portcullis.db"),
       "not a database, and longer than a header would be".repeat(20),
     );
+    const gw = rawGateway({
+      args: ["--label", "inventory", "--", wrapper],
+      cwd: project.dir,
+      env: project.env,
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    expect((await gw.exited).code).toBe(2);
+    expect(gw.stderr()).toContain(join(stateDir, "portcullis.db"));
+    // its header says no schema version: nothing is spawned before the opening judges it
+    expect(pids()).toEqual([]);
+  });
+
+  it("a gateway that cannot open its store ends the server it spawned, which never got a byte", async () => {
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    // sleep ignores its input: only the gateway ending it ends it before a minute
+    const { wrapper, pids } = recordedStarts(project.dir, "sleep 60");
+    const stateDir = newStateDir();
+    // an SQLite database whose header says this portcullis's schema (so the server is spawned
+    // early) but that is no portcullis store (no schema_migrations table): the opening refuses it
+    rmSync(join(stateDir, "portcullis.db"));
+    const db = new Database(join(stateDir, "portcullis.db"));
+    db.exec("CREATE TABLE notes (text TEXT)");
+    db.pragma(`user_version = ${KNOWN_SCHEMA_VERSION}`);
+    db.close();
     const gw = rawGateway({
       args: ["--label", "inventory", "--", wrapper],
       cwd: project.dir,
