@@ -28,7 +28,7 @@ import {
   withoutTrailingDot,
 } from "./hosts.js";
 import { MAX_HEAD_BYTES } from "./http1.js";
-import { relayInterim } from "./interim.js";
+import { interimWarning, relayInterim } from "./interim.js";
 import { releaser } from "./release.js";
 import { decoding, IDENTITY_ONLY } from "./rewrite.js";
 import { upstreams } from "./upstreams.js";
@@ -113,6 +113,9 @@ export interface EgressProxy {
 
 export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressProxy> {
   const timeoutMs = o.timeoutMs ?? 30_000;
+  // how absolute form writes an interim answer, found at start: said when there is none (interim.ts)
+  const noInterim = interimWarning();
+  if (noInterim !== null) o.log.warn(noInterim);
   const ca = o.extraCa ? [...rootCertificates, o.extraCa] : undefined;
   const agents = {
     http: new http.Agent({ keepAlive: true }),
