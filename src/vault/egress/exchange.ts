@@ -128,6 +128,21 @@ export function errorResponse(status: number, text: string, why: string): string
   return `HTTP/1.1 ${status} ${text}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
 }
 
+/**
+ * Whether a request's body is whole with the bytes that came with its head and those after it
+ * (a malformed body is not: it is refused)
+ */
+function wholeWith(framing: Framing, rest: Buffer, after: Buffer): boolean {
+  const meter = new BodyMeter(framing);
+  try {
+    meter.take(rest, 0);
+    if (!meter.done) meter.take(after, 0);
+  } catch {
+    return false;
+  }
+  return meter.done;
+}
+
 /** Serves the requests that come through one tunnel, until either side closes it. */
 export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
   /** bytes from the client not yet sent on: the next request's head, or one sent early */
@@ -136,6 +151,12 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
   let phase: "head" | "body" | "busy" | "wait" = "head";
   let meter: BodyMeter | null = null;
   let upstream: Upstream | null = null;
+  /**
+   * The request being prepared ("busy": the release rule, a connection to the upstream), nothing
+   * of it sent yet: its framing and the body bytes that came with its head (what came after them
+   * is in `buffered`), and whether the client's FIN cut it short meanwhile
+   */
+  let preparing: { framing: Framing; rest: Buffer; cut: boolean } | null = null;
   /**
    * The request written to the upstream and not yet recorded (its answer not come): recorded as
    * failed when the tunnel closes first. A server that reset its tunnel the moment its request
@@ -201,10 +222,21 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
       if (buffered.length === 0) return finish("end");
       return refuse(400, "Bad Request", CLOSED_MID_REQUEST);
     }
+    // A request being prepared that the FIN leaves short of its framing is refused now and never
+    // sent: nothing of it has gone, and it cannot be finished. (Before, its head, the released
+    // value in it, and the body so far went to the upstream once prepared, and were cut there.)
+    // One the bytes the proxy holds make whole is sent and answered (exchange).
+    if (phase === "busy") {
+      if (preparing && !wholeWith(preparing.framing, preparing.rest, buffered)) {
+        preparing.cut = true;
+        refuse(400, "Bad Request", CLOSED_MID_REQUEST);
+      }
+      return;
+    }
     // a body that can never be whole: cut, the upstream's connection (holding part of it) dropped,
     // unless its answer came early and is being given on (it ends the tunnel when it is whole)
     if (phase === "body" && !answering) refuse(400, "Bad Request", CLOSED_MID_REQUEST);
-    // "busy", "wait": the request is answered (exchange checks again once it has sent it)
+    // "wait": the request is answered
   };
   client.on("end", () => {
     ended = true;
@@ -291,6 +323,7 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
     const rest = buffered.subarray(end);
     buffered = EMPTY;
     phase = "busy";
+    preparing = { framing, rest, cut: false };
     exchange(head, framing, rest).catch((e: unknown) =>
       refuse(502, "Bad Gateway", `the proxy could not handle this request: ${(e as Error)?.message ?? e}`),
     );
@@ -312,6 +345,11 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
     const parts = { url: head.target, headers: values, values: new Map<string, string>() };
     const s = await o.release(o.dest, parts);
     const base = { method: head.method, scheme: o.scheme, ...s };
+    // the tunnel closed meanwhile: nothing sent; a request the client's FIN cut short is failed
+    const cutShort = () => {
+      if (preparing?.cut) o.record({ ...base, outcome: "failed" });
+    };
+    if (closed) return cutShort();
     // a value that would end a header line is never written into one
     if (s.released.length > 0 && parts.headers.some(badHeaderValue)) {
       o.record({ ...base, outcome: "failed" });
@@ -371,7 +409,11 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
       const m = (e as Error).message;
       return refuse(/within/.test(m) ? 504 : 502, "Bad Gateway", `${destinationText(o.dest)}: ${m}`);
     }
-    if (closed) return up.discard();
+    if (closed) {
+      cutShort();
+      return up.discard();
+    }
+    preparing = null;
     upstream = up;
     const closeAfter = closes(head);
     const bodyless = framing.kind === "length" && framing.length === 0;
@@ -623,7 +665,8 @@ export function serveTunnel(client: Duplex, o: ExchangeOptions): void {
       buffered = EMPTY;
       sendBody(b);
     }
-    // the client's FIN came while the request was being prepared: judged now that it is sent
+    // the client's FIN came while the request was being prepared, its request whole with what the
+    // proxy held: the tunnel ends after its answer
     if (ended) whenEnded();
   };
 }

@@ -111,6 +111,17 @@ export interface EgressProxy {
   close(): Promise<void>;
 }
 
+/**
+ * Whether a request read in absolute form was cut short by its client: its connection ended (a
+ * FIN, or closed) before the body was whole, so that it can never be
+ */
+function cutShort(req: IncomingMessage): boolean {
+  return (
+    !req.complete &&
+    (req.destroyed || req.socket === null || req.socket.readableEnded || req.socket.destroyed)
+  );
+}
+
 export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressProxy> {
   const timeoutMs = o.timeoutMs ?? 30_000;
   // how absolute form writes an interim answer, found at start: said when there is none (interim.ts)
@@ -200,6 +211,15 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
         ]
       : headers;
     const base = { host: dest.host, port: dest.port, method: req.method ?? "GET", scheme, ...s };
+    // The client's FIN came while the request was prepared (the release rule asked the holder),
+    // its body short of its framing: it can never be finished, and nothing of it is sent (Node's
+    // server answered the FIN with the 400 already: clientError). Before, the request went on to
+    // an upstream connection that waited, the head held for a body that could not come, until the
+    // timeout, the request unrecorded until then.
+    if (cutShort(req)) {
+      record({ ...base, outcome: "failed" });
+      return;
+    }
     // the upstream picks the site from the Host header, not from the connection: a value goes
     // only with a request whose Host names the destination (hosts.ts, misdirection)
     // under "declared-only", any request: the site it names must be declared (domain fronting)
