@@ -44,7 +44,13 @@ import {
 } from "./doctorListen.js";
 import { relabelFinding } from "./doctorRelabel.js";
 import { entryPathKey, OnboardError, readHostServers, readHostText } from "./document.js";
-import { hostWord, unknownEntryKeys, unknownKeysText } from "./entryKeys.js";
+import {
+  entryKindMeant,
+  unknownEntryKeys,
+  unknownKeysEffect,
+  unknownKeysFix,
+  unknownKeysText,
+} from "./entryKeys.js";
 import type { HostFile } from "./hosts.js";
 import { foundHostFiles } from "./hosts.js";
 import {
@@ -270,8 +276,16 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
           next: "nothing",
         });
       const behindFront = new Set(atFront.map((s) => s.key));
+      // (an HTTP entry holding a key its host does not read is left out, as from the wrap
+      // advice: its own finding says the rename to make before guarding it)
       const remote = list
-        .filter((s) => !s.wrapped && s.kind === "http" && !behindFront.has(s.key))
+        .filter(
+          (s, i) =>
+            !s.wrapped &&
+            s.kind === "http" &&
+            !behindFront.has(s.key) &&
+            unknownEntryKeys(f, read.servers[i]!.entry, "http").length === 0,
+        )
         .map((s) => s.key);
       if (remote.length > 0)
         findings.push({
@@ -286,15 +300,18 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
           what: `${f.file}: "${s.key}" is not a server the host can start (${notStdio(s.entry)})`,
           next: unusableNext(s.entry),
         });
-      // a key the host does not read ("arg" for "args"): the server starts without it, and wrap refuses it
+      // a key the host does not read ("arg" for "args", "header" for an HTTP entry's "headers")
+      // or a "type" it does not know ("htpp"): the server runs without it, and wrap refuses it
       for (const s of read.servers) {
-        if (serverKind(s.entry) !== "stdio") continue;
-        const unknown = unknownEntryKeys(f, s.entry);
+        const given = serverKind(s.entry);
+        if (given === "unusable") continue;
+        const unknown = unknownEntryKeys(f, s.entry, given);
         if (unknown.length === 0) continue;
+        const kind = entryKindMeant(f, s.entry, given);
         findings.push({
           ok: false,
-          what: `${f.file}: "${s.key}" has ${unknownKeysText(unknown)}, which ${hostWord(f)} does not read in a server entry: the host starts the server without ${unknown.length === 1 ? "it" : "them"}`,
-          next: unknown.map((k) => `rename "${k.shown}" to "${k.meant}"`).join(", "),
+          what: `${f.file}: "${s.key}" has ${unknownKeysText(unknown)}, ${unknownKeysEffect(f, unknown, kind, true)}`,
+          next: unknownKeysFix(unknown),
         });
       }
       // a label wrap chose because the store's history under the entry's own was another server's

@@ -507,14 +507,18 @@ export function planWrap(
       continue;
     }
     const why = notStdio(e);
-    if (why !== null) {
-      skipped.push({ key, why });
-      continue;
-    }
-    // a key the host does not read ("arg" for "args"): that entry is refused, the others wrapped
-    const unknown = unknownKeysWhy(host, key, e);
+    // a key the host does not read ("arg" for "args"; "header" for "headers" in an HTTP entry) or
+    // a "type" it does not know ("htpp"): that entry is refused, the others wrapped. An HTTP entry
+    // too, though wrap leaves it alone: its line would send the user to guard by hand an entry
+    // the host does not read as written. (An entry the host cannot start is said as such.)
+    const kind = why === null ? "stdio" : leftAsHttp(why) ? "http" : null;
+    const unknown = kind === null ? null : unknownKeysWhy(host, key, e, kind);
     if (unknown !== null) {
       refused.push({ key, why: unknown });
+      continue;
+    }
+    if (why !== null) {
+      skipped.push({ key, why });
       continue;
     }
     const bad = badArgs(host, key, e);
