@@ -348,9 +348,14 @@ function couldNotCloseLine(name: string, e: unknown, db: Store): string {
   const failure = storeFailure(e);
   const why = (failure?.message ?? (e as Error | null)?.message ?? String(e)).replace(/\.$/, "");
   const fix = failure ? `. To fix it: ${storeAdvice(failure)}` : "";
-  return safeText(
-    `portcullis ${name}: could not close abandoned approval requests: ${why}; ${notClosed(db)}${fix}.`,
-  );
+  // what was left, when it can still be read: the line is said whatever else failed
+  let left = "";
+  try {
+    left = `; ${notClosed(db)}`;
+  } catch {
+    // the store cannot be read either: the cause above says why
+  }
+  return safeText(`portcullis ${name}: could not close abandoned approval requests: ${why}${left}${fix}.`);
 }
 
 function notClosed(db: Store): string {
