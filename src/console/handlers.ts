@@ -24,6 +24,8 @@ import { epochMovedOn } from "../approval/serverEpoch.js";
 import { ShownDecisions } from "../approval/shownDecisions.js";
 import { listGateways } from "../gateway/registry.js";
 import { KeyringError } from "../keyring/keyring.js";
+import { storeFailure } from "../store/db.js";
+import { storeAdvice } from "../store/storeAdvice.js";
 import { decisionReason } from "../util/cut.js";
 import { assetRoute, CONSOLE_SCRIPT } from "./assetPaths.js";
 import { CONSOLE_CSS } from "./assets.js";
@@ -188,7 +190,12 @@ function closeAbandoned(app: RouteContext["app"]): void {
   try {
     expireAbandoned(app.db, app.stateDir, `the console (pid ${process.pid})`);
   } catch (e) {
-    app.log.warn(`could not close abandoned approval requests: ${(e as Error).message}`);
+    // the store's sentence (the file, the cause: another process holding its lock, a full disk)
+    // and the one thing to do, not SQLite's "database is locked", which names neither
+    const failure = storeFailure(e);
+    app.log.warn(
+      `could not close abandoned approval requests: ${failure ? `${failure.message} To fix it: ${storeAdvice(failure)}.` : (e as Error).message}`,
+    );
   }
 }
 

@@ -7,9 +7,12 @@
 // then another process holding the store's write lock (as a database browser with an unsaved
 // edit would) past the lister's busy timeout. The lister must not crash (exit 0, its --json
 // whole on stdout), and say the store's sentence, the request left pending and the fix, in one
-// line; once the lock is let go, the next lister closes the request and the chain verifies.
+// line; once the lock is let go, the next lister closes the request and the chain verifies. The
+// console, which closes them before it draws its Requests page, said the same SQLite words in
+// its warning: now the store's sentence and the fix, the page still drawn.
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
+import { httpLogin, raw, startConsoleProcess } from "../console/helpers.js";
 import { storedPending } from "../helpers/approvals.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
@@ -84,4 +87,34 @@ it("the store's write lock held by another process: the request is listed, and o
   expect(JSON.parse(after.stdout)).toEqual({ requests: [] });
   const verify = await runCli(["audit", "verify"], { stateDir });
   expect(verify.code, verify.stderr).toBe(0);
+});
+
+it("the console, the lock held while it draws its Requests page: the page lists the request, its warning names the store and the fix", async () => {
+  const stateDir = newStateDir();
+  cleanup.push(() => removeDir(stateDir));
+  const consoleProcess = await startConsoleProcess(stateDir, [], undefined, {
+    PORTCULLIS_BUSY_TIMEOUT_MS: "300",
+  });
+  cleanup.push(() => consoleProcess.stop());
+  // logged in first (its home page closes what is abandoned then: nothing yet)
+  const session = await httpLogin(consoleProcess.url);
+  const request = await abandonedRequest(stateDir);
+  const lock = await holdStoreLock(stateDir);
+  let held = true;
+  cleanup.push(() => (held ? lock.release() : undefined));
+  const page = await raw(`${consoleProcess.url}/`, { headers: { Cookie: session.cookie } });
+  expect(page.status, page.body).toBe(200);
+  expect(page.body).toContain(request);
+  const db = join(stateDir, "portcullis.db");
+  await waitFor(() => consoleProcess.output().includes("could not close abandoned approval requests"));
+  expect(consoleProcess.output()).toContain(
+    `warning: could not close abandoned approval requests: the store ${db} is locked by another process, and stayed locked while this one waited. To fix it: end the program that holds it`,
+  );
+  expect(consoleProcess.output()).not.toContain("database is locked");
+  await lock.release();
+  held = false;
+  // the lock let go: the next page closes it, and the console is still running
+  const after = await raw(`${consoleProcess.url}/`, { headers: { Cookie: session.cookie } });
+  expect(after.status, after.body).toBe(200);
+  expect(after.body).not.toContain(request);
 });
