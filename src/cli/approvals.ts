@@ -48,7 +48,14 @@ import { existingStateDir, hintStateDir, quotedCommand, stateDirFlagFor } from "
 import { storeAdvice } from "../store/storeAdvice.js";
 import { closeStoreUnlessLost } from "../store/storeWatch.js";
 import { printableJson } from "../util/printableJson.js";
-import { askDecision, hasTerminal, LISTED_REQUESTS, nextDecidable, watchRequests } from "./approvalsLive.js";
+import {
+  askDecision,
+  hasTerminal,
+  LISTED_REQUESTS,
+  nextDecidable,
+  passedByLine,
+  watchRequests,
+} from "./approvalsLive.js";
 import { oneOf, parse, refuseEmpty } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
 import { failureLine } from "./failureLine.js";
@@ -88,8 +95,12 @@ Decide with 'portcullis approve --next', 'portcullis approve ID' or 'portcullis 
 Shows the request's review, asks for the passphrase, then approves.
   --next          the oldest pending request a call waits on now (when no call
                   waits on any, the oldest pending request); its first line says
-                  which it picked and why. Without --for, asks on the terminal
-                  whether to approve (for the session or this call) or deny it
+                  which it picked and why, and how many newer ones are pending.
+                  Only a request whose gateway is, by its command line, a
+                  portcullis gateway is picked: the others are passed by in a
+                  line naming them (approve ID decides one once you have read it).
+                  Without --for, asks on the terminal whether to approve (for the
+                  session or this call) or deny it
   --for session   the grant covers this agent run's calls of this tool for the
                   current execution epoch (default, on a terminal, for tools in
                   session mode)
@@ -119,7 +130,8 @@ The passphrase is never accepted as an argument.`,
 Shows the request's review, asks for the passphrase, then denies it. The agent is
 told a human said no, with the reason when one is given (quote a reason of several words).
   --next          the oldest pending request a call waits on now (else the oldest),
-                  as approve --next picks it, saying which and why
+                  as approve --next picks it (passing by a request whose gateway
+                  is not a portcullis gateway), saying which and why
   --reason TEXT   the reason the agent is told
   --json          the result as one JSON object on standard output (request, decision,
                   reason, execution epoch; with --next, why it was picked); the review
@@ -537,12 +549,13 @@ async function decideNext(
   verbose: boolean,
   json: boolean,
 ): Promise<number> {
-  const picked = nextDecidable(db, stateDir);
+  const { pick: picked, notPortcullis } = nextDecidable(db, stateDir);
+  const passedBy = passedByLine(notPortcullis, stateDir);
   // named by the command, as its other refusals are ("portcullis approve --next: …")
   if (!picked)
     return fail(
       EXIT_USAGE,
-      `${choice === "deny" ? "deny" : "approve"} --next: ${nothingToDecide(db, stateDir)}`,
+      `${choice === "deny" ? "deny" : "approve"} --next: ${nothingToDecide(db, stateDir, notPortcullis.length)}`,
     );
   const req = picked.req;
   // without a choice and without a terminal to ask on: refused before the review is printed (a
@@ -563,7 +576,7 @@ async function decideNext(
   // which request, and why that one: the oldest a call waits on is not always the oldest listed
   const verb = choice === "deny" ? "deny" : "approve";
   showHuman(
-    `${verb} --next: ${req.request} (${subjectOf(req)}), ${picked.why}.\n${review(req, verbose, true)}\n\n`,
+    `${verb} --next: ${req.request} (${subjectOf(req)}), ${picked.why}.\n${passedBy ? `${verb} --next: ${passedBy}.\n` : ""}${review(req, verbose, true)}\n\n`,
     !choice || typedPassphrase(),
     json,
   );
@@ -583,8 +596,14 @@ async function decideNext(
  * cannot be read (nextDecidable passes them by; 'no approval request is pending' would contradict
  * the list that shows them).
  */
-function nothingToDecide(db: Store, stateDir: string): string {
+function nothingToDecide(db: Store, stateDir: string, notPortcullis: number): string {
   const n = pendingRequests(db).filter((r) => r.waiting && unreadableReview(r) !== null).length;
+  if (notPortcullis > 0) {
+    const m = notPortcullis;
+    const whose =
+      m === 1 ? "the gateway of the one pending request is" : `the gateways of the ${m} pending requests are`;
+    return `no approval request can be decided with --next: ${whose} not, by ${m === 1 ? "its command line as read here, a portcullis gateway" : "their command lines as read here, portcullis gateways"} (the rows may have been written by another process, or the gateway runs in another PID namespace, where its command line cannot be read); read ${m === 1 ? "it" : "them"} with ${quotedCommand("approvals", stateDir)} and decide one by its ID if it is yours.`;
+  }
   if (n === 0) return "no approval request is pending.";
   return `no approval request can be decided: the stored review of the ${n === 1 ? "one" : n} pending cannot be read (${quotedCommand("approvals", stateDir)} lists ${n === 1 ? "it" : "them"}).`;
 }

@@ -7,7 +7,9 @@ import { closeSync, openSync, writeSync } from "node:fs";
 import { ReadStream } from "node:tty";
 import { renderReview, renderReviewCard } from "../approval/render.js";
 import { getRequest, type PendingRequest, pendingPage, pendingRequests } from "../approval/requests.js";
+import { getRun } from "../approval/runs.js";
 import { safeText } from "../catalog/text.js";
+import { runsPortcullisCommand } from "../identity/procPortcullis.js";
 import type { Store } from "../store/db.js";
 import { quotedCommand, stateDirFlagFor } from "../store/stateDir.js";
 import { StoreFiles } from "../store/storeFiles.js";
@@ -25,34 +27,103 @@ export interface NextPick {
   why: string;
 }
 
+/** What `--next` found: the request it decides (null: none) and the ones it passed by unread. */
+export interface NextChoice {
+  pick: NextPick | null;
+  /**
+   * Pending requests a gateway would wait for by their rows, whose gateway is not, by its command
+   * line as read here, portcullis running `run` (src/identity/procPortcullis.ts): passed by.
+   */
+  notPortcullis: PendingRequest[];
+}
+
 /**
  * The request `--next` decides: the oldest pending request a call waits on now, since deciding it
  * answers a call held for it (an older one whose call the client cancelled, or whose wait ran
  * out, serves at most a retry, or the run's later calls); when no call waits on any, the oldest
  * whose gateway is alive, as before (its decision still serves a retry, a session grant the run's
  * later calls). A request whose gateway runs an older portcullis records nothing of its calls: it
- * is never taken for one a call waits on. Null when no live gateway's request is pending.
- * `stateDir`: the one the `approvals` its line names must look in.
+ * is never taken for one a call waits on. `stateDir`: the one the `approvals` its line names must
+ * look in.
+ *
+ * Any process of the user can write rows into the store: a run naming the pid and start time of
+ * the user's editor reads as a live gateway, and its request, dated first, would be the one
+ * `--next` takes. Only a request whose gateway is, by its command line, portcullis's `run` with
+ * the recorded start time is taken; the others are returned, for the command to say it passed
+ * them by (`approve ID` still decides one, once the human has read it). A gateway whose command
+ * line cannot be read here (another PID namespace, no /proc entry for it) is one of those: deny
+ * first. And the line says how many newer requests wait beside the one taken, so that the human
+ * knows it is not the only one.
  */
-export function nextDecidable(db: Store, stateDir?: string): NextPick | null {
+export function nextDecidable(db: Store, stateDir?: string): NextChoice {
   // a request whose stored review cannot be read is never picked: nobody can decide it (unreadableReview.ts)
-  const alive = pendingRequests(db).filter((r) => r.waiting && unreadableReview(r) === null);
+  const usable = pendingRequests(db).filter((r) => r.waiting && unreadableReview(r) === null);
+  const ours = new Map<string, boolean>();
+  const isOurs = (r: PendingRequest): boolean => {
+    let known = ours.get(r.agentRun);
+    if (known === undefined) {
+      const run = getRun(db, r.agentRun);
+      known = run !== null && runsPortcullisCommand(run.gatewayPid, "run", run.gatewayPidStart);
+      ours.set(r.agentRun, known);
+    }
+    return known;
+  };
+  const alive = usable.filter(isOurs);
+  const notPortcullis = usable.filter((r) => !isOurs(r));
+  const lists = `${quotedCommand("approvals", stateDir)} lists`;
   const oldest = alive[0];
-  if (!oldest) return null;
+  if (!oldest) return { pick: null, notPortcullis };
   const waitedOn = alive.findIndex((r) => r.callWaiting === true);
-  if (waitedOn === 0) return { req: oldest, why: "the oldest pending request, and a call waits on it now" };
+  const at = Math.max(waitedOn, 0);
+  const newer = alive.length - 1 - at;
+  const besides =
+    newer === 0
+      ? ""
+      : `; ${newer} newer ${newer === 1 ? "request is" : "requests are"} pending beside it (${lists} ${newer === 1 ? "it" : "them"})`;
+  if (waitedOn === 0)
+    return {
+      pick: { req: oldest, why: `the oldest pending request, and a call waits on it now${besides}` },
+      notPortcullis,
+    };
   if (waitedOn > 0) {
     const n = waitedOn;
     return {
-      req: alive[waitedOn]!,
-      why: `the oldest pending request a call waits on now; ${n} older ${n === 1 ? "request" : "requests"} no call is known to wait on ${n === 1 ? "is" : "are"} left pending (${quotedCommand("approvals", stateDir)} lists ${n === 1 ? "it" : "them"})`,
+      pick: {
+        req: alive[waitedOn]!,
+        why: `the oldest pending request a call waits on now; ${n} older ${n === 1 ? "request" : "requests"} no call is known to wait on ${n === 1 ? "is" : "are"} left pending (${lists} ${n === 1 ? "it" : "them"})${besides}`,
+      },
+      notPortcullis,
     };
   }
   const unknown = alive.some((r) => r.callWaiting === null);
   return {
-    req: oldest,
-    why: `the oldest pending request: no call ${unknown ? "is known to wait" : "waits"} on any of them now`,
+    pick: {
+      req: oldest,
+      why: `the oldest pending request: no call ${unknown ? "is known to wait" : "waits"} on any of them now${besides}`,
+    },
+    notPortcullis,
   };
+}
+
+/** How many request IDs the passed-by line names; the rest are counted. */
+const PASSED_BY_NAMED = 3;
+
+/**
+ * The line `--next` gives of the requests it passed by because their gateway is not a portcullis
+ * gateway by its command line; null when there are none. Names a few, counts the rest (any
+ * process of the user can write thousands of rows).
+ */
+export function passedByLine(passed: readonly PendingRequest[], stateDir?: string): string | null {
+  if (passed.length === 0) return null;
+  const n = passed.length;
+  const named = passed.slice(0, PASSED_BY_NAMED).map((r) => r.request);
+  const more = n > named.length ? ` and ${n - named.length} more` : "";
+  return (
+    `passed by ${n} pending ${n === 1 ? "request" : "requests"} (${named.join(", ")}${more}) whose gateway is not, ` +
+    "by its command line as read here, a portcullis gateway: the rows may have been written by another process " +
+    "(or the gateway runs in another PID namespace, where its command line cannot be read); read one with " +
+    `${quotedCommand("approvals", stateDir)} and decide it by its ID if it is yours`
+  );
 }
 
 /**

@@ -2,7 +2,8 @@
 // bubblewrap sandbox sharing the directory). A pid recorded in one namespace names another
 // process, or none, in the other: a gateway or CLI there must never take a live gateway for gone
 // (ending its run, its session grant, its pending request), and a request of a gateway it cannot
-// see is still one a human may decide. Real processes in a real namespace: `unshare -p -f
+// see is still one a human may decide, by its ID (`--next` passes it by: that gateway's command
+// line cannot be read from here, so it cannot be told to be portcullis's). Real processes in a real namespace: `unshare -p -f
 // --mount-proc` (needs root or user namespaces; the tests say so and are skipped without it).
 // The same for the gateways' own rows: a sandboxed gateway must not close a live host gateway's
 // calls in flight as interrupted, and `status` lists a gateway it cannot see, never as gone.
@@ -170,10 +171,20 @@ describe("gateways in different PID namespaces on one state directory", () => {
       const req = await waitRequest(stateDir, "read_status");
       // a lister here must not close it as the request of a gone gateway
       expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
-      const decided = await runCli(["approve", "--next", "--for", "session", "--state-dir", stateDir], {
+      // --next passes it by: the gateway's command line cannot be read from here, and a row
+      // naming another namespace is any process's to write (deny first); its ID decides it
+      const next = await runCli(["approve", "--next", "--for", "session", "--state-dir", stateDir], {
         env: passphraseEnv(),
       });
-      expect(decided.code).toBe(0);
+      expect(next.code).toBe(2);
+      expect(next.stderr).toContain(
+        "the gateway of the one pending request is not, by its command line as read here, a portcullis gateway",
+      );
+      expect(next.stderr).toContain("another PID namespace");
+      const decided = await runCli(["approve", req.request, "--for", "session", "--state-dir", stateDir], {
+        env: passphraseEnv(),
+      });
+      expect(decided.code, decided.stderr).toBe(0);
       const answer = await call;
       expect(answer.error).toBeUndefined();
       expect((await grants(stateDir)).map((g) => g.runAlive)).toEqual([true]);
