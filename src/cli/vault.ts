@@ -305,8 +305,7 @@ export async function lockCommand(args: string[], ctx: { stateDir: string }): Pr
  */
 function sayNotHolders(command: string, found: EndedHolders): void {
   for (const named of found.notHolders)
-    process.stderr.write(`portcullis ${command}: ${safeText(notHolderNotice(named))}
-`);
+    process.stderr.write(`portcullis ${command}: ${safeText(notHolderNotice(named))}\n`);
 }
 
 /**

@@ -35,6 +35,9 @@ export function liveHolderPids(stateDir: string): number[] {
   return live.sort((a, b) => a - b);
 }
 
+/** What a holder's file names (holderFileNames). */
+export type HolderFile = "holder" | "stale" | "not-holder";
+
 /**
  * What a holder's file names: `holder`, the very process recorded (pid and start time) running
  * this package's CLI as a vault holder; `stale`, a process that is gone or another one under a
@@ -46,8 +49,6 @@ export function liveHolderPids(stateDir: string): number[] {
  * /proc/PID entry, another PID namespace, macOS's `ps` splitting a path with spaces) is none:
  * deny first, `lock` never signals what it cannot tell to be ours.
  */
-export type HolderFile = "holder" | "stale" | "not-holder";
-
 export function holderFileNames(owner: LockOwner): HolderFile {
   if (processStartTime(owner.pid) !== owner.startTime) return "stale";
   return runsPortcullisCommand(owner.pid, HOLDER_COMMAND, owner.startTime) ? "holder" : "not-holder";
