@@ -10,6 +10,7 @@ export {
   getRevision,
   latestFingerprint,
   latestRevision,
+  latestRevisions,
   listRevisions,
   recordedLabels,
   recordRevision,

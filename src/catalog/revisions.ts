@@ -174,28 +174,45 @@ export function latestRevision(db: Store, serverLabel: string): StoredRevision |
   return row ? fromRow(row) : null;
 }
 
-export function listRevisions(
+/** A revision as the lists show it: its tools counted, null when its column is no JSON list. */
+export interface ListedRevision {
+  revision: number;
+  fingerprint: string;
+  tools: number | null;
+  firstSeenAt: string;
+}
+
+// counted without parsing in JS (a large catalog's is megabytes); null when the column is no
+// JSON list (rewritten in the store), which json_array_length would fail the whole query on
+const LISTED = `SELECT revision, fingerprint, first_seen_at,
+    CASE WHEN json_valid(tools_json) THEN CASE WHEN json_type(tools_json) = 'array' THEN json_array_length(tools_json) END END AS tools
+  FROM catalog_revisions WHERE server_label = ?`;
+
+type ListedRow = { revision: number; fingerprint: string; tools: number | null; first_seen_at: string };
+
+function listed(r: ListedRow): ListedRevision {
+  return { revision: r.revision, fingerprint: r.fingerprint, tools: r.tools, firstSeenAt: r.first_seen_at };
+}
+
+/** Every revision recorded under the label, the oldest first (`portcullis catalog list`). */
+export function listRevisions(db: Store, serverLabel: string): ListedRevision[] {
+  return (db.prepare(`${LISTED} ORDER BY revision`).all(serverLabel) as ListedRow[]).map(listed);
+}
+
+/**
+ * The latest `n` revisions recorded under the label, the oldest of them first, and how many are
+ * recorded (the console's Catalog page). Any process of the user can record thousands under a
+ * label: only the `n` drawn are read and their tools counted; the others are counted.
+ */
+export function latestRevisions(
   db: Store,
   serverLabel: string,
-): { revision: number; fingerprint: string; tools: number | null; firstSeenAt: string }[] {
-  // counted without parsing in JS (a large catalog's is megabytes); null when the column is no
-  // JSON list (rewritten in the store), which json_array_length would fail the whole query on
-  const rows = db
-    .prepare(
-      `SELECT revision, fingerprint, first_seen_at,
-         CASE WHEN json_valid(tools_json) THEN CASE WHEN json_type(tools_json) = 'array' THEN json_array_length(tools_json) END END AS tools
-       FROM catalog_revisions WHERE server_label = ? ORDER BY revision`,
-    )
-    .all(serverLabel) as {
-    revision: number;
-    fingerprint: string;
-    tools: number | null;
-    first_seen_at: string;
-  }[];
-  return rows.map((r) => ({
-    revision: r.revision,
-    fingerprint: r.fingerprint,
-    tools: r.tools,
-    firstSeenAt: r.first_seen_at,
-  }));
+  n: number,
+): { revisions: ListedRevision[]; total: number } {
+  const rows = db.prepare(`${LISTED} ORDER BY revision DESC LIMIT ?`).all(serverLabel, n) as ListedRow[];
+  const total = db
+    .prepare("SELECT count(*) FROM catalog_revisions WHERE server_label = ?")
+    .pluck()
+    .get(serverLabel) as number;
+  return { revisions: rows.reverse().map(listed), total };
 }

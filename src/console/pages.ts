@@ -13,7 +13,7 @@ import {
   sessionsView,
   shownOutcome,
 } from "../audit/views.js";
-import { diffCatalogs, getRevision, listRevisions, shownDiff } from "../catalog/index.js";
+import { diffCatalogs, getRevision, latestRevisions, shownDiff } from "../catalog/index.js";
 import { displayJson, jsonText } from "../catalog/text.js";
 import { epochBegan, type GatewayRow } from "../gateway/registry.js";
 import { type ExecutionRecord, writtenServerInfo } from "../identity/index.js";
@@ -310,18 +310,17 @@ export function catalogBody(
         ? html`<p class="error" role="alert" data-testid="label-not-found">No catalog revision is recorded under the label asked for (it may have been removed since the link was made).</p>`
         : ""
     }`;
-  const revs = listRevisions(db, label);
-  const last = revs.at(-1)?.revision ?? null;
+  // a process of the user can record thousands of revisions under a label: the latest are read
+  const { revisions: shown, total } = latestRevisions(db, label, REVISIONS_SHOWN);
+  const last = shown.at(-1)?.revision ?? null;
   const b = to ?? last;
   const a = from ?? (b !== null && b > 1 ? b - 1 : b);
   const before = a !== null ? getRevision(db, label, a) : null;
   const after = b !== null ? getRevision(db, label, b) : null;
   const q = (x: number, y: number) => catalogHref(label, x, y);
-  // a process of the user can record thousands of revisions under a label: the latest are drawn
-  const shown = revs.slice(-REVISIONS_SHOWN);
   return html`${list}<h2>${storedText(label)}</h2>${
-    shown.length < revs.length
-      ? html`<p class="requests-capped" data-testid="revisions-capped">${revs.length.toLocaleString("en-US")} revisions are recorded under this label; the latest ${REVISIONS_SHOWN} are shown (<code>portcullis catalog list</code> lists every one, and a diff of any two opens at its link).</p>`
+    shown.length < total
+      ? html`<p class="requests-capped" data-testid="revisions-capped">${total.toLocaleString("en-US")} revisions are recorded under this label; the latest ${REVISIONS_SHOWN} are shown (<code>portcullis catalog list</code> lists every one, and a diff of any two opens at its link).</p>`
       : ""
   }
   <table><thead><tr><th>revision</th><th>fingerprint</th><th>tools</th><th>first seen</th><th></th></tr></thead><tbody>${shown.map(
