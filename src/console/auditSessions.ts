@@ -5,11 +5,12 @@
  * rows above the Activity table, the human's run among them. It draws SESSIONS_SHOWN at a time,
  * the runs whose gateway still runs first (runsServedNow), then the latest started first, says how
  * many there are, and offers the other pages: each is the audit opened again, with the held proof
- * or the passphrase, as the first was.
+ * or the passphrase, as the first was. Which runs a page holds is read from the records' clear
+ * headers, and only the records that can concern them are opened (src/console/audit.ts).
  */
-import { runGatewayLiveness } from "../approval/runs.js";
 import type { SessionView } from "../audit/index.js";
 import type { Store } from "../store/db.js";
+import { runningGatewayCheck } from "./gatewayProcesses.js";
 import { type Html, html } from "./html.js";
 import { storedText } from "./storedText.js";
 
@@ -17,29 +18,32 @@ import { storedText } from "./storedText.js";
 export const SESSIONS_SHOWN = 25;
 
 /**
- * The runs the store says are not ended whose gateway is not provably gone (as a run's
- * gatewayAlive: one this process cannot judge, in another PID namespace, counts).
+ * The runs the store says are not ended whose gateway runs now, with that gateway's pid: not
+ * provably gone, and, when alive here, a portcullis `run` by its command line (a row naming a live
+ * process of another program is no gateway's: src/console/gatewayProcesses.ts). One this process
+ * cannot judge, in another PID namespace, counts.
  */
-export function runsServedNow(db: Store): Set<string> {
+export function runsServedNow(db: Store): Map<string, number> {
   const rows = db
     .prepare(
       "SELECT run, gateway_pid, gateway_pid_start, gateway_pid_ns, gateway_boot FROM runs WHERE ended_at IS NULL",
     )
-    .all() as (Parameters<typeof runGatewayLiveness>[0] & { run: string })[];
-  return new Set(rows.filter((r) => runGatewayLiveness(r) !== "gone").map((r) => r.run));
-}
-
-/** The sessions as the table lists them: served now first, then the latest started first. */
-export function orderedSessions(
-  sessions: readonly SessionView[],
-  servedNow: ReadonlySet<string>,
-): SessionView[] {
-  // the view lists runs in the order of their first record: turned over, the latest started first
-  const latestFirst = [...sessions].reverse();
-  return [
-    ...latestFirst.filter((s) => servedNow.has(s.run)),
-    ...latestFirst.filter((s) => !servedNow.has(s.run)),
-  ];
+    .all() as {
+    run: unknown;
+    gateway_pid: unknown;
+    gateway_pid_start: string | null;
+    gateway_pid_ns: string | null;
+    gateway_boot: string | null;
+  }[];
+  const running = runningGatewayCheck();
+  const out = new Map<string, number>();
+  for (const r of rows) {
+    if (typeof r.run !== "string" || !Number.isSafeInteger(r.gateway_pid)) continue;
+    const pid = r.gateway_pid as number;
+    if (running({ pid, start: r.gateway_pid_start, pidNs: r.gateway_pid_ns, boot: r.gateway_boot }))
+      out.set(r.run, pid);
+  }
+  return out;
 }
 
 function count(n: number): string {
@@ -55,19 +59,22 @@ function pageButton(csrf: string, held: boolean, from: number, label: string, te
   }<button type="submit" data-testid="${testid}">${label}</button></form>`;
 }
 
-/** One page of the Sessions table at `offset` (sessions already ordered), with its pager. */
+/**
+ * One page of the Sessions table: `page.rows`, the runs of the starts `page.offset` to
+ * `page.offset + page.span` of the `page.total` the log holds (already ordered), with its pager. A
+ * start whose run another start on the page named already is drawn once.
+ */
 export function sessionsTable(
-  sessions: readonly SessionView[],
-  offset: number,
+  page: { rows: readonly SessionView[]; offset: number; span: number; total: number },
   csrf: string,
   held: boolean,
 ): Html {
-  const rows = sessions.slice(offset, offset + SESSIONS_SHOWN);
-  const after = sessions.length - offset - rows.length;
+  const { rows, offset, span, total } = page;
+  const after = total - offset - span;
   const capped =
-    sessions.length > rows.length
-      ? html`<div class="requests-capped" data-testid="sessions-capped"><p>${count(sessions.length)} runs are in the audit; this table shows ${
-          rows.length === 0 ? "none of them" : `${count(offset + 1)} to ${count(offset + rows.length)}`
+    total > span
+      ? html`<div class="requests-capped" data-testid="sessions-capped"><p>${count(total)} runs are in the audit; this table shows ${
+          span === 0 ? "none of them" : `${count(offset + 1)} to ${count(offset + span)}`
         }: the runs whose gateway still runs first, then the latest started first (any process of yours can append runs of its own to the log; <code>portcullis audit sessions</code> lists every one).</p>${
           offset > 0
             ? pageButton(
@@ -78,7 +85,7 @@ export function sessionsTable(
                 "sessions-previous",
               )
             : ""
-        }${after > 0 ? pageButton(csrf, held, offset + rows.length, `the next ${count(Math.min(after, SESSIONS_SHOWN))}`, "sessions-next") : ""}</div>`
+        }${after > 0 ? pageButton(csrf, held, offset + span, `the next ${count(Math.min(after, SESSIONS_SHOWN))}`, "sessions-next") : ""}</div>`
       : "";
   return html`<section><h2>Sessions</h2>${capped}<table><thead><tr><th>run</th><th>server</th><th>started</th><th>ended</th><th>epochs</th><th>calls</th><th>refused</th><th>approvals</th></tr></thead><tbody>${rows.map(
     (s) =>

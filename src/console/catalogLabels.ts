@@ -4,11 +4,14 @@
  * the order of their text, made a page of megabytes (3,000 labels of 300 characters: 2.5 MB,
  * 244,000 px tall, 7 s to load in Chromium) with the label of the server the human runs anywhere
  * in it. The page lists LABELS_SHOWN at a time: the labels of running gateways first, then the
- * latest revised first, says how many there are and links to the other pages.
+ * latest revised first, says how many there are and links to the other pages. A gateway row
+ * counts as running only when the live process it names is a portcullis `run` by its command line
+ * (src/console/gatewayProcesses.ts): rows naming a process of another program came first.
  */
-import { listGateways } from "../gateway/registry.js";
+import { recorded } from "../gateway/registry.js";
 import type { Store } from "../store/db.js";
 import { catalogHref } from "./catalogLinks.js";
+import { runningGatewayCheck } from "./gatewayProcesses.js";
 import { type Html, html } from "./html.js";
 import { mayOverflow } from "./serverText.js";
 import { storedText } from "./storedText.js";
@@ -29,7 +32,7 @@ export function orderedLabels(db: Store): string[] {
       )
       .all() as { label: unknown; latest: unknown }[]
   ).filter((r): r is { label: string; latest: unknown } => typeof r.label === "string");
-  const running = new Set(listGateways(db).map((g) => g.serverLabel));
+  const running = runningLabels(db);
   return rows
     .sort(
       (a, b) =>
@@ -38,6 +41,19 @@ export function orderedLabels(db: Store): string[] {
         a.label.localeCompare(b.label),
     )
     .map((r) => r.label);
+}
+
+/** The labels of the gateway rows not ended whose process is a running portcullis gateway. */
+function runningLabels(db: Store): Set<string> {
+  const rows = db
+    .prepare("SELECT server_label, pid, pid_start, pid_ns, boot FROM gateways WHERE ended_at IS NULL")
+    .all() as Record<string, unknown>[];
+  const running = runningGatewayCheck();
+  const out = new Set<string>();
+  for (const r of rows)
+    if (typeof r.server_label === "string" && Number.isSafeInteger(r.pid) && running(recorded(r)))
+      out.add(r.server_label);
+  return out;
 }
 
 function count(n: number): string {

@@ -337,11 +337,11 @@ async function openAudit(ctx: RouteContext): Promise<void> {
   const from = intParam(form!.get("sessions-from")) ?? 0;
   const held = passphrase === "" ? app.sessions.proof(s, ctx.proofKey) : null;
   if (held)
-    return page(ctx, 200, "Audit", auditBody(auditData(app.db, held.auditKey), s.csrf, true, from), "/audit");
+    return page(ctx, 200, "Audit", auditBody(auditData(app.db, held.auditKey, from), s.csrf, true), "/audit");
   try {
     const proof = await app.prove(passphrase, ctx.ticketed);
     const proofKey = app.sessions.proven(s, proof);
-    const opened = auditBody(auditData(app.db, proof.auditKey), s.csrf, proofKey !== null, from);
+    const opened = auditBody(auditData(app.db, proof.auditKey, from), s.csrf, proofKey !== null);
     return page(ctx, 200, "Audit", opened, "/audit", proofKey === null ? undefined : { proofKey });
   } catch (e) {
     const problem = proofProblem(e);

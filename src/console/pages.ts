@@ -364,15 +364,25 @@ export interface AuditPageData {
   verified:
     | { ok: true; records: number; head: { seq: number; hash: string } }
     | { ok: false; seq: number; problem: string };
-  opened: { sessions: SessionView[]; activity: ActivityEntry[] } | null;
+  /**
+   * One page of the Sessions table (`sessions`, the runs of `span` starts from `from` of the
+   * `runs` the log holds) and the calls of those runs (`activity`): src/console/audit.ts
+   */
+  opened: {
+    sessions: SessionView[];
+    activity: ActivityEntry[];
+    runs: number;
+    from: number;
+    span: number;
+  } | null;
   openProblem?: string;
 }
 
 /**
  * `held`: a passphrase proof is held, so the tab that proved it opens the audit (or another page
- * of its Sessions table, `sessionsFrom`) without asking.
+ * of its Sessions table) without asking.
  */
-export function auditBody(d: AuditPageData, csrf: string, held = false, sessionsFrom = 0): Html {
+export function auditBody(d: AuditPageData, csrf: string, held = false): Html {
   const v = d.verified;
   return html`<h1>Audit</h1>
   <section class="verify"><h2>Verification</h2>${
@@ -382,8 +392,12 @@ export function auditBody(d: AuditPageData, csrf: string, held = false, sessions
   }</section>
   ${
     d.opened
-      ? html`${sessionsTable(d.opened.sessions, sessionsFrom, csrf, held)}
-        <section><h2>Activity</h2><table><thead><tr><th>time</th><th>server</th><th>tool</th><th>epoch</th><th>rev</th><th>grant</th><th>decision</th><th>outcome</th></tr></thead><tbody>${d.opened.activity
+      ? html`${sessionsTable(
+          { rows: d.opened.sessions, offset: d.opened.from, span: d.opened.span, total: d.opened.runs },
+          csrf,
+          held,
+        )}
+        <section><h2>Activity</h2><p>The calls of the runs in the table above, the latest first (200 at most; <code>portcullis audit activity</code> lists every call in the log).</p><table><thead><tr><th>time</th><th>server</th><th>tool</th><th>epoch</th><th>rev</th><th>grant</th><th>decision</th><th>outcome</th></tr></thead><tbody>${d.opened.activity
           .slice(-200)
           .reverse()
           .map(
@@ -405,7 +419,7 @@ export function auditBody(d: AuditPageData, csrf: string, held = false, sessions
 export function auditViews(
   opened: Parameters<typeof sessionsView>[0],
   storedEnd?: Parameters<typeof sessionsView>[1],
-): AuditPageData["opened"] {
+): { sessions: SessionView[]; activity: ActivityEntry[] } {
   const records = [...opened];
   return { sessions: sessionsView(records, storedEnd), activity: activityView(records) };
 }
