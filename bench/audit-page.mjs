@@ -1,0 +1,106 @@
+#!/usr/bin/env node
+// The console's Audit page over a log that thousands of runs were appended to (needs `npm run
+// build`): a state directory with --runs runs of four records (started, a call and its result,
+// ended), each appended by a writer of its own as separate processes would, a console process in
+// front of it, logged in over HTTP; then the time of POST /audit/open with the passphrase (the
+// test KDF, so that scrypt is not what is measured), median and least of --rounds.
+//
+//   node bench/audit-page.mjs [--runs N] [--rounds R] [--dist DIR]
+// --dist: another build's dist/ (compare before/after on the same machine, one after the other).
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const { values } = parseArgs({
+  options: {
+    runs: { type: "string", default: "3000" },
+    rounds: { type: "string", default: "5" },
+    dist: { type: "string", default: join(root, "dist") },
+  },
+});
+const RUNS = Number(values.runs);
+const ROUNDS = Number(values.rounds);
+const DIST = resolve(values.dist);
+const dist = (p) => import(pathToFileURL(join(DIST, p)).href);
+const CLI = join(DIST, "cli/main.cjs");
+const PASSPHRASE = "correct horse battery staple";
+
+const dir = mkdtempSync(join(tmpdir(), "portcullis-bench-audit-page-"));
+const state = join(dir, "state");
+const passFile = join(dir, "passphrase");
+writeFileSync(passFile, `${PASSPHRASE}\n`, { mode: 0o600 });
+const env = { ...process.env, PORTCULLIS_PASSPHRASE_FILE: passFile, PORTCULLIS_INSECURE_TEST_KDF: "1" };
+let child = null;
+try {
+  const init = spawnSync(process.execPath, [CLI, "init", "--state-dir", state], { env, encoding: "utf8" });
+  if (init.status !== 0) throw new Error(`portcullis init: ${init.stderr}`);
+  const { openStore } = await dist("store/db.js");
+  const { AuditLog } = await dist("audit/log.js");
+  const db = openStore(state);
+  for (let i = 0; i < RUNS; i++) {
+    const run = `appended-${i}`;
+    const call = { run, serverLabel: "shop", requestId: 1, callKey: 1, tool: "t", epoch: "E" };
+    const log = AuditLog.open(db, state);
+    log.appendMany([
+      { type: "run_started", run, serverLabel: "shop" },
+      { type: "tool_called", ...call },
+      { type: "tool_result", ...call, outcome: "ok" },
+      { type: "run_ended", run, serverLabel: "shop" },
+    ]);
+    log.close();
+  }
+  db.close();
+
+  const { readConsoleAddress } = await dist("console/address.js");
+  child = spawn(process.execPath, [CLI, "console", "--no-open", "--state-dir", state], {
+    env,
+    stdio: "ignore",
+  });
+  let base = null;
+  for (let i = 0; i < 600 && base === null; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    const a = readConsoleAddress(state);
+    if (a && a.pid === child.pid) base = a.url;
+  }
+  if (base === null) throw new Error("the console did not start");
+  const cookies = (h) => h.getSetCookie().map((c) => c.split(";")[0]);
+  const form = { Origin: base, "Content-Type": "application/x-www-form-urlencoded" };
+  const login = await fetch(`${base}/login`);
+  const loginCsrf = /name="csrf" value="([^"]+)"/.exec(await login.text())[1];
+  const proven = await fetch(`${base}/login`, {
+    method: "POST",
+    redirect: "manual",
+    headers: { ...form, Cookie: cookies(login.headers).join("; ") },
+    body: new URLSearchParams({ csrf: loginCsrf, passphrase: PASSPHRASE }),
+  });
+  const cookie = cookies(proven.headers).find((c) => c.startsWith("portcullis_session_"));
+  const home = await (await fetch(`${base}/`, { headers: { Cookie: cookie } })).text();
+  const csrf = /name="csrf" value="([^"]+)"/.exec(home)[1];
+  const times = [];
+  let bytes = 0;
+  for (let i = 0; i < ROUNDS; i++) {
+    const t0 = performance.now();
+    const r = await fetch(`${base}/audit/open`, {
+      method: "POST",
+      headers: { ...form, Cookie: cookie },
+      body: new URLSearchParams({ csrf, passphrase: PASSPHRASE }),
+    });
+    const body = await r.text();
+    times.push(performance.now() - t0);
+    if (r.status !== 200 || !body.includes("runs are in the audit"))
+      throw new Error(`audit page: ${r.status}`);
+    bytes = body.length;
+  }
+  times.sort((a, b) => a - b);
+  console.log(
+    `Audit page with ${RUNS.toLocaleString("en-US")} appended runs (${DIST}): ` +
+      `median ${times[Math.floor(ROUNDS / 2)].toFixed(0)} ms, least ${times[0].toFixed(0)} ms, ${bytes} bytes of HTML`,
+  );
+} finally {
+  child?.kill("SIGTERM");
+  rmSync(dir, { recursive: true, force: true });
+}
