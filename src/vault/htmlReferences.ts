@@ -5,15 +5,35 @@
  * `&#43;`, others write `&#x2B;`, `&#x2b;` or `&plus;`; an upstream's HTML error page that quotes
  * a token, or a server that renders one into a page, spells it so.
  *
- * Read here: a numeric reference, decimal (`&#43;`) or hex (`&#x2B;`, `&#X2b;`), with up to
- * REF_DIGITS digits (leading zeros included), and its `;`; and the named references HTML
- * defines for ASCII characters (NAMED), with their `;`. Not read: a reference without its `;`
- * (which HTML's parser reads too, for some names), a numeric one of more digits, a name for a
- * character outside ASCII.
+ * Read here, as HTML's parser reads them in text: a numeric reference, decimal (`&#43;`) or hex
+ * (`&#x2B;`, `&#X2b;`), with up to REF_DIGITS digits (leading zeros included), with its `;` or
+ * without it (`&#43` before a character that is no digit: the parser takes every digit there is);
+ * a named reference HTML defines for an ASCII character (NAMED) with its `;`, and the legacy names
+ * HTML's parser reads without one too (LEGACY: `&amp`, `&lt`, `&quot`…, the longest that starts
+ * the letters there, as `&ampx` reads `&x`). And a reference written with references, to
+ * REFERENCE_READINGS readings (eachNestedReference: `&amp;#43;`, an HTML page escaped again, reads
+ * `+`). Not read: a numeric reference of more digits, a name for a character outside ASCII.
  */
 
-/** The most digits read in one numeric reference (leading zeros included). */
-export const REF_DIGITS = 10;
+/**
+ * The most digits read in one numeric reference (leading zeros included). HTML's parser reads any
+ * number; a bound is needed because the egress proxy's stream keeps back as many bytes as the
+ * longest spelling of a value may take (src/vault/egress/echo.ts), and 16 digits is more than any
+ * encoder pads a reference to (Go and Python write none, some templates pad to 4 or 7 digits):
+ * past it the padding is a server's own doing, as reversing a value would be.
+ */
+export const REF_DIGITS = 16;
+
+/**
+ * The most times a text's escapes are read, one reading after another (HTML references and `%25`
+ * here and in src/vault/referenceSpelling.ts): `&amp;amp;amp;#43;` (an HTML page escaped three
+ * times more) reads `+` in four. Each reading is one more pass over the text, and a reading only
+ * shortens it, so text built to nest escapes without end (`&amp;amp;amp;…`) would cost a pass per
+ * level, quadratic in its length; four, as the URL credential check decodes a query value four
+ * times (docs/security.md), covers a template's output escaped again by each of three layers
+ * (a page, JSON text in a page, a redirect).
+ */
+export const REFERENCE_READINGS = 4;
 
 /**
  * The named references HTML defines for ASCII characters, by character (the HTML standard's
@@ -59,6 +79,12 @@ export const NAMED_CHAR: ReadonlyMap<string, string> = new Map(
   [...NAMED].flatMap(([c, names]) => names.map((n) => [n, c] as const)),
 );
 
+/**
+ * The names of NAMED HTML's parser reads without a `;` as well (its legacy names: the HTML
+ * standard's table lists each of these also without `;`), longest first.
+ */
+const LEGACY = ["quot", "QUOT", "amp", "AMP", "lt", "LT", "gt", "GT"];
+
 /** The longest name of NAMED, in characters. */
 export const LONGEST_NAME = Math.max(...[...NAMED_CHAR.keys()].map((n) => n.length));
 
@@ -69,16 +95,75 @@ export const LONGEST_NAME = Math.max(...[...NAMED_CHAR.keys()].map((n) => n.leng
 export const LONGEST_REFERENCE = Math.max(4 + REF_DIGITS, 2 + LONGEST_NAME);
 
 /**
+ * The most characters one reference written with references takes, read REFERENCE_READINGS times:
+ * its `&` written `&amp;` (or `&#38;`…) at each reading but the last, up to LONGEST_REFERENCE
+ * characters each time (a reference to `&` of REF_DIGITS digits).
+ */
+export const LONGEST_NESTED_REFERENCE = REFERENCE_READINGS * LONGEST_REFERENCE;
+
+/**
  * The reference that starts at `at` in `s` (its `&`), if complete: the character it stands for
  * and where it ends; null otherwise. A string is read by UTF-16 code units, a buffer by bytes
- * (a reference is ASCII either way).
+ * (a reference is ASCII either way). With `bare` false, only a reference with its `;` (a reader
+ * stricter than HTML's parser: what it leaves, `&#xa` before `aaa`, is read otherwise).
  */
-export function referenceAt(s: string | Uint8Array, at: number): { char: number; end: number } | null {
-  if (unitAt(s, at) !== 0x26) return null;
-  if (unitAt(s, at + 1) === 0x23) {
-    const x = unitAt(s, at + 2);
+export function referenceAt(
+  s: string | Uint8Array,
+  at: number,
+  bare = true,
+): { char: number; end: number } | null {
+  return unitAt(s, at) === 0x26 ? referenceAfterAmpersand(s, at + 1, bare) : null;
+}
+
+/**
+ * Each reading of the reference at `at`, as a reference written with references reads: the
+ * reference there, and while it stands for `&`, the one that `&` starts with what follows it
+ * (`&amp;#43;` reads `&` and then `&#43;`, `+`), up to REFERENCE_READINGS readings. `on` gets
+ * each reading's character and end, shallowest first; nothing when there is no reference at `at`.
+ */
+export function eachNestedReference(
+  s: string | Uint8Array,
+  at: number,
+  on: (char: number, end: number) => void,
+): void {
+  let ref = referenceAt(s, at);
+  for (let k = 0; ref !== null && k < REFERENCE_READINGS; k++) {
+    on(ref.char, ref.end);
+    if (ref.char !== 0x26) return;
+    ref = referenceAfterAmpersand(s, ref.end);
+  }
+}
+
+/**
+ * Where the deepest reading of the reference at `at` that stands for `char` ends
+ * (eachNestedReference, without a callback: the egress proxy asks it at every `&` it walks), or
+ * -1. Only `&` can be read so at more than one depth (every reading but the last is `&`).
+ */
+export function nestedReferenceEnd(s: string | Uint8Array, at: number, char: number): number {
+  let end = -1;
+  let ref = referenceAt(s, at);
+  for (let k = 0; ref !== null && k < REFERENCE_READINGS; k++) {
+    if (ref.char === char) end = ref.end;
+    if (ref.char !== 0x26) break;
+    ref = referenceAfterAmpersand(s, ref.end);
+  }
+  return end;
+}
+
+/**
+ * The reference whose `&` comes just before `q` (written there, or read from a reference that
+ * stands for `&`): see referenceAt.
+ */
+function referenceAfterAmpersand(
+  s: string | Uint8Array,
+  q0: number,
+  bare = true,
+): { char: number; end: number } | null {
+  let q = q0;
+  if (unitAt(s, q) === 0x23) {
+    const x = unitAt(s, q + 1);
     const hex = x === 0x78 || x === 0x58;
-    let q = at + (hex ? 3 : 2);
+    q += hex ? 2 : 1;
     let n = 0;
     let digits = 0;
     for (; digits < REF_DIGITS; q++, digits++) {
@@ -86,19 +171,35 @@ export function referenceAt(s: string | Uint8Array, at: number): { char: number;
       if (d < 0) break;
       n = n * (hex ? 16 : 10) + d;
     }
-    if (digits === 0 || unitAt(s, q) !== 0x3b || n > 0x10ffff) return null;
-    return { char: n, end: q + 1 };
+    // more digits than read: HTML's parser takes them all, a character not read here
+    if (digits === 0 || digitValue(unitAt(s, q), hex) >= 0 || n > 0x10ffff) return null;
+    // the `;` is the reference's when there; without it, the reference ends at its last digit
+    if (unitAt(s, q) === 0x3b) return { char: n, end: q + 1 };
+    return bare ? { char: n, end: q } : null;
   }
   // the name's letters up to its `;`, read into a string only when the `;` is there
-  let q = at + 1;
-  for (; q <= at + LONGEST_NAME; q++) {
+  for (; q <= q0 + LONGEST_NAME; q++) {
     const c = unitAt(s, q);
     if (!((c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a))) break;
   }
-  if (q === at + 1 || unitAt(s, q) !== 0x3b) return null;
-  const name = typeof s === "string" ? s.slice(at + 1, q) : String.fromCharCode(...s.subarray(at + 1, q));
-  const char = NAMED_CHAR.get(name);
-  return char === undefined ? null : { char: char.charCodeAt(0), end: q + 1 };
+  if (q === q0) return null;
+  if (unitAt(s, q) === 0x3b) {
+    const name = typeof s === "string" ? s.slice(q0, q) : String.fromCharCode(...s.subarray(q0, q));
+    const char = NAMED_CHAR.get(name);
+    if (char !== undefined) return { char: char.charCodeAt(0), end: q + 1 };
+  }
+  // a legacy name without its `;` (or before letters that make no name with one): the longest
+  // that starts the letters, as HTML's parser reads `&ampx` as `&x`
+  if (!bare) return null;
+  for (const name of LEGACY)
+    if (q - q0 >= name.length && startsWithAt(s, q0, name))
+      return { char: NAMED_CHAR.get(name)!.charCodeAt(0), end: q0 + name.length };
+  return null;
+}
+
+function startsWithAt(s: string | Uint8Array, at: number, name: string): boolean {
+  for (let i = 0; i < name.length; i++) if (unitAt(s, at + i) !== name.charCodeAt(i)) return false;
+  return true;
 }
 
 /** The code unit (or byte) at `i`, -1 past the end. */

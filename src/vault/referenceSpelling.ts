@@ -7,18 +7,21 @@
  * a character written as a reference is the value, and `%252F` read once is `%2F`, which the
  * search of percent spellings reads as `/`.
  *
- * Read: each complete reference, as the character it stands for; each `%25` before two hex
- * digits (a URL escape escaped again: `%252F`, and `%2525` for `%`) as `%`. Once: a reference
- * written with references (`&amp;#43;`) or a URL escape escaped three times (`%25252F`) reads as
- * one still escaped, and is not read again. One pass over the text.
+ * Read: each reference (src/vault/htmlReferences.ts), as the character it stands for; each `%25`
+ * before two hex digits (a URL escape escaped again: `%252F`, and `%2525` for `%`) as `%`. One
+ * reading is one pass over the text; what it gives is read again while a reading reads something,
+ * up to REFERENCE_READINGS readings (eachReading): a reference written with references (`&amp;#43;`)
+ * reads `&#43;` and then `+`, a URL escape escaped four times (`%2525252F`) `%2F` in three, which
+ * the search of percent spellings reads as `/`, and the two mixed (`&#37;252F`) alike.
  */
 
-import { referenceAt } from "./htmlReferences.js";
+import { eachNestedReference, REFERENCE_READINGS, referenceAt } from "./htmlReferences.js";
 import type { Decoded } from "./jsonSpelling.js";
 
 /**
  * Whether `text` holds a URL escape escaped again, or a reference to a character that `wanted`
- * marks (by UTF-16 code unit; the first of a surrogate pair): only then is it read
+ * marks (by UTF-16 code unit; the first of a surrogate pair), at any of its readings (a
+ * reference written with references, `&amp;#43;`, as `&` and as `+`): only then is it read
  * (readReferences). A form holds only characters of its own, so a reference to any other (an
  * HTML page's `&amp;`, `&lt;`, `&#169;` beside values without those) can be in none, and a text
  * whose references are all such is not read.
@@ -26,15 +29,52 @@ import type { Decoded } from "./jsonSpelling.js";
 export function mayHoldReferences(text: string, wanted: Uint8Array): boolean {
   for (let p = text.indexOf("%25"); p !== -1; p = text.indexOf("%25", p + 1))
     if (twiceEscapedAt(text, p)) return true;
+  let found = false;
+  const want = (char: number) => {
+    found ||= wanted[char > 0xffff ? 0xd800 + ((char - 0x10000) >> 10) : char] === 1;
+  };
   for (let at = text.indexOf("&"); at !== -1; at = text.indexOf("&", at + 1)) {
     // (most `&` of a URL's query are followed by neither `#` nor a name's two letters: `&y=2`)
     const next = text.charCodeAt(at + 1);
     if (next !== 0x23 && !(isLetter(next) && isLetter(text.charCodeAt(at + 2)))) continue;
-    const ref = referenceAt(text, at);
-    if (ref !== null && wanted[ref.char > 0xffff ? 0xd800 + ((ref.char - 0x10000) >> 10) : ref.char] === 1)
-      return true;
+    eachNestedReference(text, at, want);
+    if (found) return true;
   }
   return false;
+}
+
+/**
+ * Each reading of `input` (readReferences, with places: mapped to `input`), one after another,
+ * while one reads something and its text may hold more (mayHoldReferences), up to
+ * REFERENCE_READINGS: `on` gets each, and stops them by returning true. Twice over: as HTML's
+ * parser reads references, and then, where the text holds one without its `;`, as a stricter
+ * reader does, only those with it. Each reading can take a character the other leaves: text
+ * before a value can end in a reference without `;` that the value's first character lengthens
+ * (`&#x` before `a&#97;…` reads `&#xa`, a newline, then `&#97;`; a reader of `;` references alone
+ * shows `&#xaa…`, the value whole), so neither reading alone is enough.
+ */
+export function eachReading(
+  input: string,
+  wanted: Uint8Array,
+  places: boolean,
+  on: (r: Decoded & { escaped: number[] }) => boolean,
+): void {
+  let bareRead = false; // whether the first chain read a reference without `;`
+  for (const bare of [true, false]) {
+    if (!bare && !bareRead) return;
+    let text = input;
+    let source: Int32Array | null = null;
+    for (let k = 0; k < REFERENCE_READINGS; k++) {
+      if (!mayHoldReferences(text, wanted)) break;
+      const r = readReferences(text, places, bare);
+      if (r.escaped.length === 0) break;
+      bareRead ||= r.bare;
+      if (places && source !== null) r.source = throughSource(r.source, source);
+      if (on(r)) return;
+      text = r.text;
+      source = places ? r.source : null;
+    }
+  }
 }
 
 /** Whether the `%25` at `p` is followed by two hex digits (a URL escape escaped again). */
@@ -53,9 +93,14 @@ function isHex(c: number): boolean {
 /**
  * `input` with every reference and every `%25` read, and where each character came from (with
  * `places`; otherwise `source` is left empty); and (`escaped`) where in the text read each
- * character read from an escape is, in order.
+ * character read from an escape is, in order. References without their `;` too, unless `bare`
+ * is false; and (`bare`) whether one was read.
  */
-export function readReferences(input: string, places = true): Decoded & { escaped: number[] } {
+export function readReferences(
+  input: string,
+  places = true,
+  bare = true,
+): Decoded & { escaped: number[]; bare: boolean } {
   const parts: string[] = [];
   const escaped: number[] = [];
   // (what is read is never longer than what was written)
@@ -64,13 +109,14 @@ export function readReferences(input: string, places = true): Decoded & { escape
   let from = 0; // the start of the plain run not yet copied
   let at = input.indexOf("&");
   let p = input.indexOf("%25");
+  let bareRead = false; // whether a reference without its `;` was read
   while (at !== -1 || p !== -1) {
     // the escape read next: a reference at `at`, or a `%25` at `p`
     let start: number;
     let char: string;
     let end: number;
     if (p === -1 || (at !== -1 && at < p)) {
-      const ref = referenceAt(input, at);
+      const ref = referenceAt(input, at, bare);
       if (ref === null) {
         at = input.indexOf("&", at + 1);
         continue;
@@ -78,6 +124,7 @@ export function readReferences(input: string, places = true): Decoded & { escape
       start = at;
       char = String.fromCodePoint(ref.char);
       end = ref.end;
+      bareRead ||= input.charCodeAt(end - 1) !== 0x3b;
     } else {
       if (!twiceEscapedAt(input, p)) {
         p = input.indexOf("%25", p + 1);
@@ -100,10 +147,10 @@ export function readReferences(input: string, places = true): Decoded & { escape
     if (p !== -1 && p < from) p = input.indexOf("%25", from);
   }
   parts.push(input.slice(from));
-  if (!places) return { text: parts.join(""), source, escaped };
+  if (!places) return { text: parts.join(""), source, escaped, bare: bareRead };
   for (let k = from; k < input.length; k++) source[n++] = k;
   source[n] = input.length;
-  return { text: parts.join(""), source: source.subarray(0, n + 1), escaped };
+  return { text: parts.join(""), source: source.subarray(0, n + 1), escaped, bare: bareRead };
 }
 
 /** `inner` (places in a text read from another) mapped through `outer` (places in that other). */

@@ -6,8 +6,8 @@
  * logs), and every form of every released value is replaced by `[redacted:<scope>]`.
  *
  * Forms of a value V, each also as it appears inside a JSON string, once or twice (JSON text in a
- * JSON string), as the common encoders escape it (jsonEscapes), and three times as JSON.stringify
- * writes it (JSON text in a string of JSON text in a JSON string):
+ * JSON string), as the common encoders escape it (jsonEscapes), and three to six times as
+ * JSON.stringify writes it (JSON text in a string of JSON text in a JSON string…, JSON_LEVELS):
  *   - V itself;
  *   - base64 of V, standard and URL-safe, padded and unpadded;
  *   - the base64 characters that V alone determines when V sits inside longer data, at each of
@@ -24,9 +24,10 @@
  * * And any other JSON spelling of a form (`\u0053` for "S", in either hex case, any mix): the
  * text's escapes are read (src/vault/jsonSpelling.ts), twice, and what they spell is searched.
  * * And any spelling of a form with HTML character references (`&#43;` as Go's html/template
- * writes "+", `&#x2b;`, `&plus;`) or URL escapes escaped again (`%252F`, as a redirect writes a
- * URL carried in a query): the text's references and `%25` are read once
- * (src/vault/referenceSpelling.ts), as written and after each reading of its JSON escapes, and
+ * writes "+", `&#x2b;`, `&plus;`, `&#43` without its `;`) or URL escapes escaped again (`%252F`,
+ * as a redirect writes a URL carried in a query): the text's references and `%25` are read, and
+ * what that gives read again, up to four readings (`&amp;#43;`, `%2525252F`:
+ * src/vault/referenceSpelling.ts), as written and after each reading of its JSON escapes, and
  * what they spell is searched (so `%252F` is searched as `%2F`, a percent spelling). A text is
  * read so only if it holds a complete reference or a `%25`, and searched whole only if a form
  * occurs around what was read.
@@ -55,7 +56,7 @@ import {
 } from "./jsonSpelling.js";
 import { type Found, LONG_VALUE, LongValue, WrittenForm } from "./longValues.js";
 import { escapeRegExp, percentPattern } from "./percentSpelling.js";
-import { mayHoldReferences, readReferences, throughSource } from "./referenceSpelling.js";
+import { eachReading, mayHoldReferences, throughSource } from "./referenceSpelling.js";
 
 const MIN_FRAGMENT = 8;
 
@@ -696,14 +697,21 @@ export class ReleasedValues {
         for (const f of at) place(f.start, f.end, l.scope);
       }
       // and what its HTML references and twice-escaped URL escapes spell (`&#43;`, `&plus;`,
-      // `%252F`: src/vault/referenceSpelling.ts), read once
-      // (searched whole, with places, only where a form occurs around what was read: most text
-      // with a `&` holds none)
-      if (references && mayHoldReferences(t, this.formChars)) {
-        const r = readReferences(t);
-        if (this.occursAround(r.text, r.escaped))
-          search(r.text, source ? throughSource(r.source, source) : r.source, offset, false);
-      }
+      // `%252F`: src/vault/referenceSpelling.ts), at each reading in turn, up to
+      // REFERENCE_READINGS (`&amp;#43;` reads `&#43;`, then `+`), and with each reading's JSON
+      // escapes read after it (`&amp;#\u0031;`: `&#\u0031;`, then `&#1;`); searched whole, with
+      // places, only where a form occurs around what was read (most text with a `&` holds none)
+      if (references)
+        eachReading(t, this.formChars, true, (r) => {
+          const places = source ? throughSource(r.source, source) : r.source;
+          if (this.occursAround(r.text, r.escaped)) search(r.text, places, offset, false);
+          if (r.text.includes("\\")) {
+            const d = decodeEscapes(r.text);
+            if (d.text !== r.text && this.occursIn(d.text))
+              search(d.text, throughSource(d.source, places), offset, false);
+          }
+          return false;
+        });
     };
     search(text, null, 0);
     for (const [from, to] of stretches) {
@@ -934,14 +942,20 @@ export class ReleasedValues {
   }
 
   /**
-   * Whether what the HTML references and `%25` escapes of `text` spell, read once, holds a form
+   * Whether what the HTML references and `%25` escapes of `text` spell, at any of their readings
+   * (up to REFERENCE_READINGS), holds a form
    * (src/vault/referenceSpelling.ts): a text with none is not read (most text with a `&` holds
    * none), and one whose reading holds no form is searched as before.
    */
   private referencesSpell(text: string): boolean {
-    if (!mayHoldReferences(text, this.formChars)) return false;
-    const { text: read, escaped } = readReferences(text, false);
-    return this.occursAround(read, escaped);
+    let spelled = false;
+    eachReading(text, this.formChars, false, (r) => {
+      // (and its JSON escapes read after it, as spansOf reads them)
+      spelled =
+        this.occursAround(r.text, r.escaped) || (r.text.includes("\\") && this.occursIn(decodedText(r.text)));
+      return spelled;
+    });
+    return spelled;
   }
 
   /**
@@ -1380,6 +1394,16 @@ function hexForms(value: string): string[] {
   return [hex, hex.toUpperCase()];
 }
 
+/**
+ * The most levels of JSON strings, one inside another's JSON text, at which a value is listed as
+ * JSON.stringify writes it (each level doubles the backslashes of a `"` or `\`: six write 63 of
+ * them before a `"`, so a value of 40 such characters takes 2,560, and the text a stderr cut keeps
+ * back grows with it). Before, three: `ab"cd-secret` inside four levels of a server's message
+ * reached the client, readable after four `JSON.parse`. A value over LONG_VALUE characters is
+ * listed to three levels still (listedForms).
+ */
+const JSON_LEVELS = 6;
+
 /** The forms searched by the one alternation. */
 function listedForms(value: string): string[] {
   const base = new Set<string>([value]);
@@ -1414,12 +1438,19 @@ function listedForms(value: string): string[] {
       out.add(once);
       out.add(stringified(once));
     }
-    // and three times, as JSON.stringify writes each level (a tool result whose JSON has a field
-    // of JSON text: an API's answer that carries a JSON document as a string): only a value with
-    // a character JSON.stringify escapes (`"`, `\`, a control) is written otherwise there, each
-    // level doubling its backslashes
-    const twice = stringified(stringified(f));
-    if (twice !== f) out.add(stringified(twice));
+    // and three times and deeper, to JSON_LEVELS, as JSON.stringify writes each level (a tool
+    // result whose JSON has a field of JSON text: an API's answer that carries a JSON document as
+    // a string, a log line of it in another): only a value with a character JSON.stringify
+    // escapes (`"`, `\`, a control) is written otherwise there, each level doubling its
+    // backslashes
+    // (past three levels only for a value searched by regex: a 64 KiB value of `"` would be
+    // 4 Mi characters six levels down, and what a stderr cut keeps back 36 times that)
+    let deeper = stringified(stringified(f));
+    if (deeper !== f)
+      for (let level = 3; level <= (value.length <= LONG_VALUE ? JSON_LEVELS : 3); level++) {
+        deeper = stringified(deeper);
+        out.add(deeper);
+      }
   }
   out.delete("");
   return [...out];

@@ -1,0 +1,155 @@
+// The scrubber of server output (src/vault/scrub.ts) against escapes read more than once, and
+// references as HTML's parser reads them without their `;`: each character of a released value,
+// and each `+`, `/`, `=` of its base64 (whole, or inside longer base64 at any alignment), written
+// as itself, a reference with up to 16 digits or without its `;` (`&#43`, `&quot`), a reference
+// written with references (`&amp;#43;`, `&AMP;amp;#x2b;`: an HTML page escaped again), a URL
+// escape escaped up to five times (`%252525252B`) or whose `%` is a reference (`&#37;252B`), a
+// `\u` escape, in any mix (deepSpelling.ts). In a stderr line, a JSON message's string, and one
+// whose `&` are written `\u0026`. Before, each reading was done once: `&amp;#43;`, `%25252B`,
+// `&#43`, `&#00000000043;` reached the client. And a value holding `"` or `\` inside four to six
+// levels of JSON text, each inside a string of the next, as JSON.stringify writes them: before,
+// three levels were the most caught in a message.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import * as references from "../../src/vault/htmlReferences.js";
+import { ReleasedValues } from "../../src/vault/scrub.js";
+import { KINDS, REF_DIGITS, REFERENCE_READINGS, readDeep, spellDeepAll } from "./deepSpelling.js";
+
+const MARK = "[redacted:api]";
+
+const tricky = fc.constantFrom(
+  ..."abcXYZ019".split(""),
+  ..."+/=&;#%\\<>\"'[]{}".split(""),
+  " ",
+  "é",
+  "中",
+  "😀",
+);
+const valueArb = fc.string({ unit: tricky, minLength: 4, maxLength: 20 });
+const around = fc
+  .array(fc.constantFrom(" ", "\n", "<p>", "&", "&amp;", "&amp", "#", ";", "%", "%25", "x", "ab"), {
+    maxLength: 5,
+  })
+  .map((a) => a.join(""));
+const picks = fc.array(fc.nat(), { minLength: 1, maxLength: 12 });
+
+/** What `written`, between `before` and `after`, comes out as: a stderr line, a JSON string, and the latter with `&` as `\u0026`. */
+function scrubbedEveryWay(r: ReleasedValues, before: string, written: string, after: string): string[] {
+  const text = `${before}${written}${after}`;
+  const line = JSON.stringify({ jsonrpc: "2.0", id: 1, result: { text } });
+  const strings = (l: string) => (JSON.parse(l) as { result: { text: string } }).result.text;
+  return [
+    r.scrubText(text),
+    strings(r.scrubLine(line)),
+    strings(r.scrubLine(line.replaceAll("&", "\\u0026"))),
+  ];
+}
+
+describe("a released value written with escapes read more than once and references without `;`, any mix", () => {
+  it("the spellings reach the scrubbers' bounds: 16 digits, four readings", () => {
+    expect(references.REF_DIGITS).toBe(REF_DIGITS);
+    expect((references as Record<string, unknown>).REFERENCE_READINGS).toBe(REFERENCE_READINGS);
+  });
+
+  it("property: the value, any of its characters so written: nothing outside the markers reads back to it", () => {
+    fc.assert(
+      fc.property(valueArb, picks, around, around, (value, p, before, after) => {
+        const r = new ReleasedValues();
+        r.add("api", value);
+        const written = spellDeepAll(value, p);
+        const value8 = Buffer.from(value, "utf8").toString("latin1");
+        expect(r.scrubText(written)).toBe(MARK);
+        for (const out of scrubbedEveryWay(r, before, written, after)) {
+          expect(out).not.toContain(written);
+          for (const piece of out.split(MARK)) expect(readDeep(piece), out).not.toContain(value8);
+        }
+      }),
+      { numRuns: 600 },
+    );
+  });
+
+  it("property: its base64, whole or inside longer base64 at any alignment, its `+`, `/`, `=` so written", () => {
+    fc.assert(
+      fc.property(
+        valueArb.filter((v) => Buffer.byteLength(v) >= 7),
+        fc.string({ maxLength: 5 }),
+        fc.boolean(),
+        picks,
+        around,
+        (value, prefix, urlSafe, p, before) => {
+          const r = new ReleasedValues();
+          r.add("api", value);
+          const bytes = Buffer.from(value, "utf8");
+          const offset = Buffer.byteLength(prefix);
+          let b64 = Buffer.concat([Buffer.from(prefix, "utf8"), bytes]).toString("base64");
+          let own = b64.slice(Math.ceil((8 * offset) / 6), Math.floor((8 * (offset + bytes.length)) / 6));
+          if (urlSafe) {
+            b64 = b64.replaceAll("+", "-").replaceAll("/", "_");
+            own = own.replaceAll("+", "-").replaceAll("/", "_");
+          }
+          // its letters and digits as themselves (no encoder escapes them), the rest as picked;
+          // URL escapes of all its `+`, `/`, `=` or of none, and of no `-` or `_` (which no URL
+          // encoder escapes)
+          const url = [5, 6, 7].includes(p[0]! % KINDS);
+          const written = [...b64]
+            .map((c, i) => {
+              if (/[A-Za-z0-9]/.test(c)) return c;
+              let pick = p[i % p.length]!;
+              const urlPick = [5, 6, 7].includes(pick % KINDS);
+              if (/[-_]/.test(c) && urlPick) return c;
+              // (all URL-escaped alike, as one encoder writes them, its depth and hex case: other
+              // mixes are not looked for; kind 1, a reference, for one that is not to be)
+              if (/[+/=]/.test(c) && (url || urlPick)) pick = url ? p[0]! : pick - (pick % KINDS) + 1;
+              return spellDeepAll(c, [pick]);
+            })
+            .join("");
+          // (fragments under 8 characters are not looked for: they would match ordinary text)
+          for (const out of scrubbedEveryWay(r, before, written, before))
+            if (own.length >= 8)
+              for (const piece of out.split(MARK)) expect(readDeep(piece), out).not.toContain(own);
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+});
+
+describe('a value holding `"` or `\\` inside four to six levels of JSON text, each inside a string of the next', () => {
+  it("property: no level holds it once scrubbed, in a message and in a stderr line", () => {
+    fc.assert(
+      fc.property(
+        valueArb.filter((v) => /["\\]/.test(v)),
+        fc.integer({ min: 1, max: 6 }),
+        around,
+        (value, levels, before) => {
+          const r = new ReleasedValues();
+          r.add("api", value);
+          // the value inside `levels` JSON strings: levels - 1 of them here, the message's last
+          let inner = `${before}${value}!`;
+          for (let k = 1; k < levels; k++) inner = JSON.stringify({ text: inner });
+          const line = JSON.stringify({ jsonrpc: "2.0", id: 1, result: { text: inner } });
+          const read = (l: string) => {
+            let t: unknown = (JSON.parse(l) as { result: { text: string } }).result.text;
+            const texts: string[] = [];
+            for (let k = 1; typeof t === "string"; k++) {
+              texts.push(t);
+              if (k >= levels) break;
+              try {
+                t = (JSON.parse(t) as { text: unknown }).text;
+              } catch {
+                break; // a marker where JSON syntax was: no deeper level to read
+              }
+            }
+            return texts;
+          };
+          for (const text of read(r.scrubLine(line))) expect(text).not.toContain(value);
+          // on stderr the line is text: every level of it, read back, holds no value either
+          const stderr = r.scrubText(line);
+          expect(stderr).toContain(MARK);
+          for (const text of read(stderr)) expect(text).not.toContain(value);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
