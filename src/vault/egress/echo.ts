@@ -27,7 +27,13 @@
  * expression built from a value: a value may be 64 KiB, a size V8 refuses for one.
  */
 
-import { LONGEST_REFERENCE, NAMED, referenceAt } from "../htmlReferences.js";
+import {
+  eachNestedReference,
+  LONGEST_NESTED_REFERENCE,
+  NAMED,
+  nestedReferenceEnd,
+  REFERENCE_READINGS,
+} from "../htmlReferences.js";
 
 /** A place where a value is spelled, and the placeholder that goes there. */
 export interface Match {
@@ -87,11 +93,18 @@ class Literal implements Spelling {
 }
 
 /**
- * The most bytes one character of a value takes in any of its spellings: four UTF-8 bytes
- * URL-escaped twice (`%25F0%259F…`), or an HTML reference (`&#x` + 8 digits + `;`, or the longest
- * name), or a surrogate pair JSON-escaped.
+ * The most times a URL escape is read: escaped once (`%2F`) and then again at each of
+ * REFERENCE_READINGS readings (`%252F` … `%252525252F`), as the gateway's scrubber of server
+ * output reads `%25` (src/vault/referenceSpelling.ts).
  */
-const LONGEST_CHAR = Math.max(4 * 5, LONGEST_REFERENCE, 12);
+const URL_DEPTH = 1 + REFERENCE_READINGS;
+
+/**
+ * The most bytes one character of a value takes in any of its spellings: four UTF-8 bytes
+ * URL-escaped URL_DEPTH times (`%2525252525F0…`), or an HTML reference written with references
+ * (LONGEST_NESTED_REFERENCE), or a surrogate pair JSON-escaped twice (`\\ud83d\\ude00`).
+ */
+const LONGEST_CHAR = Math.max(4 * (1 + 2 * URL_DEPTH), LONGEST_NESTED_REFERENCE, 14);
 
 const PERCENT = 0x25;
 const BACKSLASH = 0x5c;
@@ -150,6 +163,8 @@ class Spelled implements Spelling {
   readonly longest: number;
   private readonly chars: Char[];
   private readonly raw: Buffer;
+  /** the placeholder URL-escaped once, twice… (placeholder), by depth, as they are needed */
+  private readonly encodedAt: Buffer[] = [];
   /** 1 for each byte an occurrence can start with */
   private readonly startTable = new Uint8Array(256);
   /**
@@ -230,11 +245,13 @@ class Spelled implements Spelling {
       const b = buf[at]!;
       if (starts[b] === 0) continue;
       // most `&` and `\\` in text begin no reference or escape of the first character: skipped
-      // here without a walk (`&` must be followed by `#` or a name, `\\` by `u` or a short escape)
+      // here without a walk (`&` must be followed by `#` or a name of it, perhaps after `&amp;`
+      // written for its `&`: ampersandMayStart; `\\` by `u`, a short escape or `\\`, escaped again)
       if (b !== first.bytes[0]) {
         const after = buf[at + 1]!;
-        if (b === AMPERSAND && after !== 0x23 && NAME_STARTS.get(first.code)?.[after] !== 1) continue;
-        if (b === BACKSLASH && after !== 0x75 && after !== JSON_SHORT[first.code]) continue;
+        if (b === AMPERSAND && !ampersandMayStart(buf, at, first.code)) continue;
+        if (b === BACKSLASH && after !== 0x75 && after !== BACKSLASH && after !== JSON_SHORT[first.code])
+          continue;
       }
       // the common case: the value as written (and the whole of any other spelling in `buf`)
       if (
@@ -314,7 +331,7 @@ class Spelled implements Spelling {
     // while there is one way to read the value so far (the common case), without arrays: most
     // places tried fail at their first or second character
     let p = at;
-    let url = false;
+    let url = 0; // the most times a URL escape read so far was escaped
     let k = 0;
     for (; k < chars.length; k++) {
       const c = chars[k]!;
@@ -326,35 +343,39 @@ class Spelled implements Spelling {
         p += 1;
         continue;
       }
+      // `%` is read several ways at a `%25` (itself, escaped, escaped twice…), and `&` at an
+      // `&amp;` (itself, or the start of the reference it writes): the general walk
+      if ((c.code === PERCENT && buf[p] === PERCENT) || (c.code === AMPERSAND && buf[p] === AMPERSAND)) break;
       const byURL = urlSpelled(buf, p, c);
+      const depth = spelledDepth;
+      // (`\\\\` is a `\` escaped once, or the start of one escaped twice: the general walk)
+      if (c.code === BACKSLASH && buf[p] === BACKSLASH) break;
       const byJson = buf[p] === BACKSLASH ? jsonSpelled(buf, p, c) : -1;
-      const byHtml = buf[p] === AMPERSAND ? htmlSpelled(buf, p, c) : -1;
-      // `%` is read three ways at a `%2525`: itself, `%25` and `%2525` (escaped twice)
-      const twice = c.code === PERCENT && byURL === p + 1 && escapedByte(buf, p) === PERCENT;
-      const ways = (byURL >= 0 ? 1 : 0) + (byJson >= 0 ? 1 : 0) + (byHtml >= 0 ? 1 : 0) + (twice ? 1 : 0);
+      const byHtml = buf[p] === AMPERSAND ? nestedReferenceEnd(buf, p, c.code) : -1;
+      const ways = (byURL >= 0 ? 1 : 0) + (byJson >= 0 ? 1 : 0) + (byHtml >= 0 ? 1 : 0);
       if (ways === 0) return NOT_HERE;
       if (ways > 1) break;
       if (byURL >= 0) {
-        url ||= byURL - p !== c.bytes.length;
+        url = Math.max(url, depth);
         p = byURL;
       } else p = byJson >= 0 ? byJson : byHtml;
     }
-    if (k === chars.length)
-      return { match: { at, end: p, to: url ? this.encoded : this.plain }, unfinished: false };
+    if (k === chars.length) return { match: { at, end: p, to: this.placeholder(url) }, unfinished: false };
     let unfinished = false;
-    // the places the value read so far can end, each with whether a URL escape was read
+    // the places the value read so far can end, each with the most times a URL escape read on
+    // the way there was escaped
     let ends: number[] = [p];
-    let escaped: boolean[] = [url];
+    let escaped: number[] = [url];
     for (; k < chars.length; k++) {
       const c = chars[k]!;
       const nextEnds: number[] = [];
-      const nextEscaped: boolean[] = [];
-      const add = (end: number, url: boolean) => {
+      const nextEscaped: number[] = [];
+      const add = (end: number, url: number) => {
         const i = nextEnds.indexOf(end);
         if (i < 0) {
           nextEnds.push(end);
           nextEscaped.push(url);
-        } else nextEscaped[i] ||= url;
+        } else nextEscaped[i] = Math.max(nextEscaped[i]!, url);
       };
       if (work !== null) {
         work.left -= ends.length;
@@ -372,18 +393,25 @@ class Spelled implements Spelling {
           continue;
         }
         if (len - p < LONGEST_CHAR && mayStart(buf[p]!, c)) unfinished = true;
-        const byURL = urlSpelled(buf, p, c);
-        if (byURL >= 0) add(byURL, url || byURL - p !== c.bytes.length);
-        // `%` is read two ways at a `%25`: itself (then `25` must follow in the value), or escaped;
-        // and a third at a `%2525`: escaped twice
-        if (c.code === PERCENT && byURL === p + 1 && escapedByte(buf, p) === PERCENT) {
-          add(p + 3, true);
-          if (twiceEscapedByte(buf, p) === PERCENT) add(p + 5, true);
+        if (c.code === PERCENT) {
+          // `%` itself, and escaped d times: `%` and then `25` d times (`%25`, `%2525`, …)
+          if (buf[p] === PERCENT) {
+            add(p + 1, url);
+            for (let d = 1; d <= URL_DEPTH && buf[p + 2 * d - 1] === 0x32 && buf[p + 2 * d] === 0x35; d++)
+              add(p + 1 + 2 * d, Math.max(url, d));
+          }
+        } else {
+          const byURL = urlSpelled(buf, p, c);
+          if (byURL >= 0) add(byURL, Math.max(url, spelledDepth));
         }
         const byJson = jsonSpelled(buf, p, c);
         if (byJson >= 0) add(byJson, url);
-        const byHtml = htmlSpelled(buf, p, c);
-        if (byHtml >= 0) add(byHtml, url);
+        if (c.code === BACKSLASH) {
+          const twice = jsonSpelledTwice(buf, p, c);
+          if (twice >= 0) add(twice, url);
+        }
+        if (buf[p] === AMPERSAND)
+          eachNestedReference(buf, p, (char, end) => char === c.code && add(end, url));
       }
       if (nextEnds.length === 0) return unfinished ? UNFINISHED : NOT_HERE;
       ends = nextEnds;
@@ -391,8 +419,49 @@ class Spelled implements Spelling {
     }
     let best = 0;
     for (let i = 1; i < ends.length; i++) if (ends[i]! > ends[best]!) best = i;
-    return { match: { at, end: ends[best]!, to: escaped[best] ? this.encoded : this.plain }, unfinished };
+    return { match: { at, end: ends[best]!, to: this.placeholder(escaped[best]!) }, unfinished };
   }
+
+  /**
+   * The placeholder for an occurrence whose URL escapes were escaped up to `depth` times: as
+   * written (0), or with its URL escapes escaped as many times (`%3A`, `%253A`, …), so that what
+   * reads the answer reads back the placeholder as many times as it read the value (before, one
+   * found escaped twice got the placeholder escaped once, which reads `portcullis-placeholder:`
+   * one reading too early).
+   */
+  private placeholder(depth: number): Buffer {
+    if (depth === 0) return this.plain;
+    let out = this.encodedAt[depth];
+    if (out === undefined) {
+      let s = this.encoded.toString("latin1");
+      for (let d = 1; d < depth; d++) s = s.replaceAll("%", "%25");
+      out = Buffer.from(s, "latin1");
+      this.encodedAt[depth] = out;
+    }
+    return out;
+  }
+}
+
+/**
+ * Whether the `&` at `at` may start a reference to `code`, read at once or after the `&amp;`
+ * (`&AMP;`, `&amp` without its `;`) written for its `&` at each reading but the last
+ * (`&amp;#43;`): then `#` or a name of `code` follows. An HTML page's `&amp;` before a space or a
+ * word is no start, and is skipped without a walk (a walk at every one of them made the check of
+ * an HTML page 2.6 times as long).
+ */
+function ampersandMayStart(buf: Buffer, at: number, code: number): boolean {
+  let q = at + 1;
+  for (let k = 1; k < REFERENCE_READINGS && isAmpName(buf, q); k++) q += buf[q + 3] === 0x3b ? 4 : 3;
+  const after = buf[q]!;
+  return after === 0x23 || NAME_STARTS.get(code)?.[after] === 1;
+}
+
+/** Whether `amp` or `AMP` is written at `q`. */
+function isAmpName(buf: Buffer, q: number): boolean {
+  return (
+    (buf[q] === 0x61 && buf[q + 1] === 0x6d && buf[q + 2] === 0x70) ||
+    (buf[q] === 0x41 && buf[q + 1] === 0x4d && buf[q + 2] === 0x50)
+  );
 }
 
 /** What a walk that found nothing says (shared: most places tried find nothing). */
@@ -406,69 +475,91 @@ function mayStart(b: number, c: Char): boolean {
   );
 }
 
+/** The most times a URL escape read by the last urlSpelled was escaped (0: none read). */
+let spelledDepth = 0;
+
 /**
  * Where `c` ends when written at `p` as its UTF-8 bytes, each as itself or URL-escaped, once
- * (`%2F`, `%2f`; a space also as `+`) or twice (`%252F`, as a redirect that carries a URL in its
- * query writes it), or -1. (For the byte `%` itself, which reads several ways at one place, the
- * first of them: the walk adds the others.)
+ * (`%2F`, `%2f`; a space also as `+`) or escaped again up to URL_DEPTH times in all (`%252F`, as
+ * a redirect that carries a URL in its query writes it, `%25252F` a redirect of that), or -1;
+ * sets spelledDepth. (Not for the byte `%` itself, which reads several ways at one place: the walk
+ * reads those.)
  */
 function urlSpelled(buf: Buffer, p: number, c: Char): number {
   let q = p;
   const bytes = c.bytes;
+  spelledDepth = 0;
   for (let i = 0; i < bytes.length; i++) {
     const b = bytes[i]!;
     if (buf[q] === b) q += 1;
-    else if (buf[q] === PERCENT && q + 2 < buf.length && escapedByte(buf, q) === b) q += 3;
-    else if (buf[q] === PERCENT && q + 4 < buf.length && twiceEscapedByte(buf, q) === b) q += 5;
-    else if (b === 0x20 && buf[q] === PLUS) q += 1;
+    else if (buf[q] === PERCENT) {
+      // `%`, then `25` for each time the escape was escaped again, then the byte's two digits
+      let d = 1;
+      while (d < URL_DEPTH && buf[q + 2 * d - 1] === 0x32 && buf[q + 2 * d] === 0x35) d++;
+      // (a byte of 0x25 is the `%` of a value's own, which the walk reads)
+      if (hexPairAt(buf, q + 2 * d - 1) !== b) return -1;
+      q += 1 + 2 * d;
+      spelledDepth = Math.max(spelledDepth, d);
+    } else if (b === 0x20 && buf[q] === PLUS) q += 1;
     else return -1;
   }
   return q;
 }
 
-/** The byte a URL escape escaped again at `q` (`%252F`: `%25` and then `2F`) stands for, or -1. */
-function twiceEscapedByte(buf: Buffer, q: number): number {
-  if (escapedByte(buf, q) !== PERCENT) return -1;
-  const high = hexDigit(buf[q + 3]!);
-  const low = hexDigit(buf[q + 4]!);
+/** The byte the two hex digits at `i` (`2F`, `2f`) stand for, or -1. */
+function hexPairAt(buf: Buffer, i: number): number {
+  if (i + 1 >= buf.length) return -1;
+  const high = hexDigit(buf[i]!);
+  const low = hexDigit(buf[i + 1]!);
   return high < 0 || low < 0 ? -1 : high * 16 + low;
 }
 
-/** The byte a URL escape at `q` (`%2F`, `%2f`) stands for, or -1. */
-function escapedByte(buf: Buffer, q: number): number {
-  const high = hexDigit(buf[q + 1]!);
-  const low = hexDigit(buf[q + 2]!);
-  return high < 0 || low < 0 ? -1 : high * 16 + low;
-}
-
-/** Where `c` ends when written at `p` as JSON escapes (`\u002f` in either case, `\/`, `\n`…), or -1. */
+/**
+ * Where `c` ends when written at `p` as JSON escapes (`\u002f` in either case, `\/`, `\n`…), or as
+ * those escapes escaped again, as JSON text inside a JSON string writes them (`\\u002f`, `\\/`,
+ * `\\\"` for `"`, `\\\\` for `\`), or -1.
+ */
 function jsonSpelled(buf: Buffer, p: number, c: Char): number {
   if (buf[p] !== BACKSLASH) return -1;
   const short = c.units.length === 1 ? JSON_SHORT[c.code] : undefined;
+  // (`\\` is `\` escaped once, and the start of it escaped twice: jsonSpelledTwice gives that)
   if (short !== undefined && buf[p + 1] === short) return p + 2;
+  const once = unitEscapes(buf, p, c, 1);
+  return once >= 0 ? once : jsonSpelledTwice(buf, p, c);
+}
+
+/**
+ * Where `c` ends when written at `p` as a JSON escape escaped again (JSON text inside a JSON
+ * string: `\\u002f`, `\\/`, `\\\"` for `"`, `\\\\` for `\`), or -1.
+ */
+function jsonSpelledTwice(buf: Buffer, p: number, c: Char): number {
+  if (buf[p] !== BACKSLASH || buf[p + 1] !== BACKSLASH) return -1;
+  const short = c.units.length === 1 ? JSON_SHORT[c.code] : undefined;
+  // its backslash written `\\`, and then `"` and `\` written `\"` and `\\`
+  if (short !== undefined) {
+    const rest = short === 0x22 || short === BACKSLASH ? [BACKSLASH, short] : [short];
+    if (rest.every((b, i) => buf[p + 2 + i] === b)) return p + 2 + rest.length;
+  }
+  return unitEscapes(buf, p, c, 2);
+}
+
+/** Where `c` ends when written at `p` as `\uXXXX` escapes of its units, each `\` written `backslashes` times, or -1. */
+function unitEscapes(buf: Buffer, p: number, c: Char, backslashes: number): number {
   let q = p;
   for (const u of c.units) {
-    if (buf[q] !== BACKSLASH || buf[q + 1] !== 0x75 || q + 6 > buf.length) return -1;
+    for (let i = 0; i < backslashes; i++) if (buf[q + i] !== BACKSLASH) return -1;
+    q += backslashes;
+    if (buf[q] !== 0x75 || q + 5 > buf.length) return -1;
     let n = 0;
-    for (let i = 2; i < 6; i++) {
+    for (let i = 1; i < 5; i++) {
       const d = hexDigit(buf[q + i]!);
       if (d < 0) return -1;
       n = n * 16 + d;
     }
     if (n !== u) return -1;
-    q += 6;
+    q += 5;
   }
   return q;
-}
-
-/**
- * Where `c` ends when written at `p` as an HTML character reference (`&#47;`, `&#x2F;`,
- * `&#x002f;`, `&sol;`: src/vault/htmlReferences.ts), or -1.
- */
-function htmlSpelled(buf: Buffer, p: number, c: Char): number {
-  if (buf[p] !== AMPERSAND) return -1;
-  const ref = referenceAt(buf, p);
-  return ref !== null && ref.char === c.code ? ref.end : -1;
 }
 
 /** Base64 and hex forms shorter than this are not looked for: they would match ordinary text. */
