@@ -3,7 +3,8 @@
 // the runs whose gateway runs first, the Catalog page the labels of running gateways, and such
 // rows, the latest, came before the human's. A row now counts as running only when its live
 // process is a portcullis `run` by its command line (src/console/gatewayProcesses.ts). Here the
-// rows name this test's own process, which is alive and is no portcullis gateway.
+// rows name this test's own process, which is alive and is no portcullis gateway; every other row
+// says it ran in another PID namespace, which a row is free to say and the console cannot check.
 import { describe, expect, it } from "vitest";
 import { AuditLog } from "../../src/audit/log.js";
 import { processStartTime } from "../../src/identity/proc.js";
@@ -18,10 +19,14 @@ const { cleanup } = suite;
 
 const FORGED = 40;
 
-/** This process as a row records a gateway's process: alive, and not a portcullis `run`. */
-function thisProcess() {
+/**
+ * This process as a row records a gateway's process: alive, and not a portcullis `run`; for odd
+ * `i`, in a PID namespace other than the console's, where its process cannot be read.
+ */
+function thisProcess(i: number) {
   const place = recordedPlace();
-  return { pid: process.pid, start: processStartTime(process.pid), pidNs: place.pidNs, boot: place.boot };
+  const pidNs = i % 2 === 1 ? "pid:[4026599999]" : place.pidNs;
+  return { pid: process.pid, start: processStartTime(process.pid), pidNs, boot: place.boot };
 }
 
 describe("rows naming a live process that is no portcullis gateway", () => {
@@ -29,7 +34,6 @@ describe("rows naming a live process that is no portcullis gateway", () => {
     const { stateDir } = await consoleGateway(cleanup, [TRANSFER_TOOL]);
     const db = openStore(stateDir);
     const realRun = db.prepare("SELECT run FROM runs").pluck().get() as string;
-    const me = thisProcess();
     const insert = db.prepare(
       `INSERT INTO runs (run, server_label, gateway_pid, gateway_pid_start, gateway_pid_ns, gateway_boot,
          chain_json, chain_digest, started_at) VALUES (?, 'shop', ?, ?, ?, ?, '[]', 'sha256:0', ?)`,
@@ -38,6 +42,7 @@ describe("rows naming a live process that is no portcullis gateway", () => {
     const log = AuditLog.open(db, stateDir);
     for (let i = 0; i < FORGED; i++) {
       const run = `forged-${String(i).padStart(2, "0")}`;
+      const me = thisProcess(i);
       log.append({ type: "run_started", run, serverLabel: "shop" });
       insert.run(run, me.pid, me.start, me.pidNs, me.boot, new Date().toISOString());
     }
@@ -63,7 +68,6 @@ describe("rows naming a live process that is no portcullis gateway", () => {
     const db = openStore(stateDir);
     const gateway = db.prepare("SELECT * FROM gateways").get() as Record<string, unknown>;
     const revision = db.prepare("SELECT * FROM catalog_revisions").get() as Record<string, unknown>;
-    const me = thisProcess();
     const row = (table: string, r: Record<string, unknown>) =>
       db
         .prepare(
@@ -75,6 +79,7 @@ describe("rows naming a live process that is no portcullis gateway", () => {
     db.transaction(() => {
       for (let i = 0; i < FORGED; i++) {
         const label = `forged-${String(i).padStart(2, "0")}`;
+        const me = thisProcess(i);
         // a gateway of its own, and a revision said to be later than the real server's
         row("gateways", {
           ...gateway,
