@@ -1,14 +1,17 @@
-import { createPublicKey, diffieHellman, type KeyObject } from "node:crypto";
+import { createPublicKey, type KeyObject } from "node:crypto";
 import { AuditLog } from "../audit/log.js";
 import { parseHeader, splitRecord } from "../audit/record.js";
-import { deriveRecordKey, unseal } from "../audit/seal.js";
 import { approverKeyId, type DecisionSigner, pinSessionPrivateKey } from "../keyring/approver.js";
 import { addApproverKey, loadPublicKeyring, type UnlockedKeyring } from "../keyring/keyring.js";
-import { auditKeyId, rawX25519PublicKey } from "../keyring/x25519.js";
+import { rawX25519PublicKey } from "../keyring/x25519.js";
 import type { Store } from "../store/db.js";
 import { pinRefusal } from "./chainHistory.js";
 import { recordLateChange } from "./lateWrapping.js";
+import { type ChainState, openDerivedRecord, PinChain } from "./pinChain.js";
 import { IS_PIN_RECORD, PIN_TYPE_HEX } from "./pinSchema.js";
+import { recordLateRotation } from "./rotation.js";
+
+export { openDerivedRecord };
 
 /**
  * The approver key pinned in the audit chain (docs/audit-format.md, "Approver key pin").
@@ -19,7 +22,8 @@ import { IS_PIN_RECORD, PIN_TYPE_HEX } from "./pinSchema.js";
  * key is derived publicly from the approver public key (pinSessionPrivateKey): whoever knows
  * a candidate key recomputes the session, checks that the header's `epk` is the derived one,
  * opens the record and confirms it names that key. The FIRST pin in the chain is the one
- * trusted; a later pin is ignored and reported (there is no rotation yet).
+ * trusted, until a rotation record signed by it names the next (src/approval/pinChain.ts); a
+ * later pin that is no such rotation is ignored and reported.
  */
 
 export const PIN_EVENT = "approver_key_pinned";
@@ -34,6 +38,27 @@ export class ApproverKeyMismatchError extends Error {
         "keyring.json was replaced or edited; no decision signed with it is honoured",
     );
   }
+}
+
+/**
+ * The keyring's approver key is one the chain rotated away from: keyring.json is a copy made
+ * before a rotation (a backup put back, or a thief's copy). A kind of mismatch.
+ */
+export class RotatedAwayError extends ApproverKeyMismatchError {
+  override name = "RotatedAwayError";
+  constructor(keyringKeyId: string, replacedAt: number) {
+    super(keyringKeyId);
+    this.message =
+      `the keyring's approver key ${keyringKeyId} was rotated away (audit record ${replacedAt}): keyring.json is a copy made before that rotation; ` +
+      "no decision signed with it is honoured; use the keyring the rotation wrote, with the passphrase it was given";
+  }
+}
+
+/** The mismatch error for `status` (an "other" pin status). */
+export function mismatchError(keyId: string, status: PinStatus): ApproverKeyMismatchError {
+  return status.state === "other" && status.rotatedAway
+    ? new RotatedAwayError(keyId, status.rotatedAway.replacedAt)
+    : new ApproverKeyMismatchError(keyId);
 }
 
 /**
@@ -57,59 +82,72 @@ export class PinRefusedError extends ApproverKeyMismatchError {
 export type PinStatus =
   | { state: "none" }
   | { state: "match"; seq: number }
-  | { state: "other"; seq: number }
+  /** `rotatedAway`: the candidate is a key the chain rotated away from, at record `replacedAt` */
+  | { state: "other"; seq: number; rotatedAway?: { keyId: string; replacedAt: number } }
   | { state: "no-keyring" };
 
 /** The pins after a seq, in order: answered by the partial index audit_records_pins (pinSchema.ts). */
 export const PIN_QUERY = `SELECT seq, record FROM audit_records WHERE seq > ? AND ${IS_PIN_RECORD} ORDER BY seq`;
 
-interface PinRecord {
-  seq: number;
-  record: Buffer;
+/** keyring.json's earlier keys (a rotation's), as candidates for the chain's first pin. */
+export interface EarlierKeys {
+  approvers: readonly Uint8Array[];
+  audits: readonly Uint8Array[];
+}
+const NO_EARLIER: EarlierKeys = { approvers: [], audits: [] };
+
+/** The earlier keys a public keyring names (src/keyring/keyring.ts, a rotation's). */
+export function earlierOf(k: { earlierApprovers: Buffer[]; earlierAudits: Buffer[] }): EarlierKeys {
+  return { approvers: k.earlierApprovers, audits: k.earlierAudits };
 }
 
 /**
- * Reads the chain's pin records, incrementally (only records after the last one read), by their
- * header type: a gateway calls this when it has no pin yet, and it costs one read of a partial
- * index that holds only the pins' seq numbers (src/approval/pinSchema.ts), however long the chain.
+ * Follows the chain of pins (src/approval/pinChain.ts: the first pin, then each rotation that
+ * verifies), reading at each look only the pin records written since the last one, through a
+ * partial index that holds only the pins' seq numbers (src/approval/pinSchema.ts), however long
+ * the chain.
  */
 export class PinTracker {
-  private lastSeq = 0;
-  private first: PinRecord | null = null;
-  private later: number[] = [];
-  private readonly query: (after: number) => PinRecord[];
+  private readonly chain: PinChain;
 
   constructor(db: Store) {
-    const stmt = db.prepare(PIN_QUERY);
-    const maxSeq = db.prepare("SELECT max(seq) FROM audit_records").pluck();
-    this.query = (after) => {
-      const head = (maxSeq.get() as number | null) ?? 0;
-      const rows = stmt.all(after) as PinRecord[];
-      this.lastSeq = Math.max(after, head);
-      return rows;
-    };
+    this.chain = new PinChain(db);
   }
 
-  /** Later pins seen (ignored): their seq numbers. */
+  /** Later pins that are no verified rotation (ignored): their seq numbers. */
   get ignored(): readonly number[] {
-    return this.later;
+    return this.chain.ignored;
   }
 
-  refresh(): void {
-    for (const r of this.query(this.lastSeq)) {
-      const header = headerOfPin(r.record);
-      if (!header) continue;
-      if (!this.first) this.first = r;
-      else if (r.seq !== this.first.seq && !this.later.includes(r.seq)) this.later.push(r.seq);
-    }
+  /** The chain as followed now (keyring.json's keys are the candidates for its first pin). */
+  follow(candidate: Uint8Array, auditPublic: KeyObject, earlier: EarlierKeys = NO_EARLIER): ChainState {
+    const auditRaw = rawX25519PublicKey(auditPublic);
+    return this.chain.follow({
+      approvers: [candidate, ...earlier.approvers],
+      audits: [auditRaw, ...earlier.audits],
+    });
   }
 
-  /** Whether `candidate` (raw Ed25519 public key) is the first pinned key. */
-  status(candidate: Uint8Array, auditPublic: KeyObject): PinStatus {
-    if (!this.first) this.refresh();
-    if (!this.first) return { state: "none" };
-    const ok = pinNames(this.first.record, candidate, auditPublic);
-    return { state: ok ? "match" : "other", seq: this.first.seq };
+  /**
+   * Whether `candidate` (raw Ed25519 public key) and `auditPublic` are the keys at the end of the
+   * chain: its first pin, or the key the last rotation that verifies made current.
+   */
+  status(candidate: Uint8Array, auditPublic: KeyObject, earlier: EarlierKeys = NO_EARLIER): PinStatus {
+    const s = this.follow(candidate, auditPublic, earlier);
+    if (s.state === "none") return { state: "none" };
+    if (s.state === "unopened") return { state: "other", seq: s.seq };
+    const auditRaw = rawX25519PublicKey(auditPublic);
+    if (s.head.approverRaw.equals(candidate) && s.head.auditRaw.equals(auditRaw))
+      return { state: "match", seq: s.head.seq };
+    const i = s.links.findIndex((l) => l.approverRaw.equals(candidate));
+    const replaced = i >= 0 && i < s.links.length - 1 ? s.links[i + 1] : undefined;
+    return replaced
+      ? {
+          state: "other",
+          seq: s.head.seq,
+          rotatedAway: { keyId: s.links[i]!.approverKeyId, replacedAt: replaced.seq },
+        }
+      : { state: "other", seq: s.head.seq };
   }
 }
 
@@ -133,36 +171,6 @@ export function pinNames(record: Buffer, candidate: Uint8Array, auditPublic: Key
 /** The public half of a derived session key, base64url: what the header's `epk` of its records holds. */
 export function derivedEpk(esk: KeyObject): string {
   return rawX25519PublicKey(createPublicKey(esk)).toString("base64url");
-}
-
-/**
- * The event of `record` when it was sealed to `auditPublic` in the writer session whose
- * ephemeral private key is `esk` (derived publicly: pins), else null. Header type not checked.
- */
-export function openDerivedRecord(
-  record: Uint8Array,
-  esk: KeyObject,
-  auditPublic: KeyObject,
-): Record<string, unknown> | null {
-  const parts = splitRecord(record);
-  const header = parts && parseHeader(parts.header);
-  if (!parts || !header) return null;
-  const auditRaw = rawX25519PublicKey(auditPublic);
-  if (header.key !== auditKeyId(auditRaw)) return null;
-  const epkRaw = rawX25519PublicKey(createPublicKey(esk));
-  if (header.epk !== epkRaw.toString("base64url")) return null;
-  try {
-    const shared = diffieHellman({ privateKey: esk, publicKey: auditPublic });
-    const key = deriveRecordKey(shared, epkRaw, auditRaw);
-    const event = JSON.parse(
-      unseal(key, Buffer.from(header.nonce, "base64url"), parts.header, parts.sealed).toString("utf8"),
-    ) as unknown;
-    return event && typeof event === "object" && !Array.isArray(event)
-      ? (event as Record<string, unknown>)
-      : null;
-  } catch {
-    return null;
-  }
 }
 
 /** Appends the pin of `signer`'s public key to the chain. */
@@ -207,6 +215,7 @@ export async function pinnedSigner(
 ): Promise<DecisionSigner> {
   const unlocked = await addApproverKey(stateDir, passphrase);
   unlocked.dataKey.fill(0);
+  for (const k of unlocked.earlierDataKeys) k.fill(0);
   const signer = unlocked.signer!;
   ensurePinned(db, stateDir, signer, notice);
   // a passphrase change its command left unrecorded is recorded now, late
@@ -225,21 +234,26 @@ export function ensurePinned(
   signer: DecisionSigner,
   notice: (line: string) => void = () => {},
 ): void {
+  // a rotation whose command was killed before its record: recorded now, before the key is checked
+  recordLateRotation(db, stateDir, notice);
   const keyring = loadPublicKeyring(stateDir);
   if (!keyring) throw new Error("the keyring disappeared");
-  const status = new PinTracker(db).status(signer.publicKeyRaw, keyring.publicKey);
-  if (status.state === "other") throw new ApproverKeyMismatchError(signer.keyId);
+  const status = new PinTracker(db).status(signer.publicKeyRaw, keyring.publicKey, earlierOf(keyring));
+  if (status.state === "other") throw mismatchError(signer.keyId, status);
   if (status.state === "none") {
     const refused = pinRefusal(db, keyring.keyId);
     if (refused) throw new PinRefusedError(signer.keyId, refused);
     // Looked at again under the write lock, with the pin's write: two commands taking the
     // passphrase at once (an old keyring's first upgrade) each found none and each pinned.
     const tracker = new PinTracker(db);
-    const stillNone = () => tracker.status(signer.publicKeyRaw, keyring.publicKey).state === "none";
+    const stillNone = () =>
+      tracker.status(signer.publicKeyRaw, keyring.publicKey, earlierOf(keyring)).state === "none";
     const seq = writePinIf(db, stateDir, signer, "no approver key was pinned yet", stillNone);
     if (seq !== null) notice(`approver key ${signer.keyId} pinned in the audit chain (record ${seq})`);
     // another process pinned first: this key, or another (refused as any mismatch is)
-    else if (new PinTracker(db).status(signer.publicKeyRaw, keyring.publicKey).state === "other")
+    else if (
+      new PinTracker(db).status(signer.publicKeyRaw, keyring.publicKey, earlierOf(keyring)).state === "other"
+    )
       throw new ApproverKeyMismatchError(signer.keyId);
   }
 }
@@ -261,10 +275,15 @@ export async function checkApproverKey(
     await pinnedSigner(db, stateDir, passphrase, (line) => notice(`keyring upgraded: ${line}`));
     return;
   }
+  recordLateRotation(db, stateDir, notice);
   const keyring = loadPublicKeyring(stateDir);
   if (!keyring) return;
-  const status = new PinTracker(db).status(unlocked.signer.publicKeyRaw, keyring.publicKey);
-  if (status.state === "other") throw new ApproverKeyMismatchError(unlocked.signer.keyId);
+  const status = new PinTracker(db).status(
+    unlocked.signer.publicKeyRaw,
+    keyring.publicKey,
+    earlierOf(keyring),
+  );
+  if (status.state === "other") throw mismatchError(unlocked.signer.keyId, status);
   // a passphrase change its command left unrecorded is recorded now, late
   await recordLateChange(db, stateDir, unlocked.auditPrivateKey, notice);
 }

@@ -1,7 +1,7 @@
 import type { Store } from "../store/db.js";
 import { type GrantRecord, getGrant } from "./grants.js";
 import type { ApprovalRequest } from "./requests.js";
-import { DecisionVerifier } from "./trust.js";
+import { DecisionVerifier, ROTATED_AWAY_WHY } from "./trust.js";
 
 /**
  * What the views a human reads to know what is approved (`grants`, the console's grants and
@@ -47,5 +47,7 @@ export class ShownDecisions {
 
 /** The sentence every view puts on a decision no gateway honours (`why`: ShownDecisions's). */
 export function notHonoured(why: string): string {
+  // a decision a key rotation took away was made by approve or deny: said as such, not as a forgery
+  if (why.startsWith(ROTATED_AWAY_WHY)) return `NOT HONOURED by any gateway: ${why}`;
   return `NOT HONOURED by any gateway: ${why} (a row written into the store by other means than approve or deny)`;
 }

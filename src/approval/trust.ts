@@ -11,7 +11,8 @@ import {
   parsePasskeySignature,
 } from "./passkeyAssertion.js";
 import { PasskeyChain, type PasskeyLookup } from "./passkeyChain.js";
-import { PinTracker } from "./pin.js";
+import { earlierOf, PinTracker } from "./pin.js";
+import type { ChainLink } from "./pinChain.js";
 import type { ApprovalRequest } from "./requests.js";
 
 export type Verdict = { ok: true } | { ok: false; why: string };
@@ -21,17 +22,25 @@ export type Verdict = { ok: true } | { ok: false; why: string };
  * or by a passkey pinned there (a pin signed by that approver key) and not removed since.
  * A gateway asks before a grant covers a call and before a decided request ends a wait.
  *
- * The pinned key is learnt once (the first pin record that names the keyring's approver key);
- * keyring.json is read again at every verification, so that a keyring whose approver key is not
- * the pinned one is seen: then nothing verifies. Verified rows are remembered by the digest of
+ * The trusted key is the one at the end of the chain of pins (src/approval/pinChain.ts: the first
+ * pin, then each rotation signed by the key before it), followed anew at every verification, as
+ * keyring.json is read anew: a keyring whose approver key is not that one is seen, and then
+ * nothing verifies. A row signed by a key the chain rotated away from is not honoured. Verified rows are remembered by the digest of
  * what was signed and the signature, so a row read again costs a hash, not an Ed25519 verify; a
  * passkey's row also costs a look for new passkey records in the chain, so that a removal
  * takes its authority away at once.
  */
 export class DecisionVerifier {
   private readonly pins: PinTracker;
-  private pinned: { keyId: string; raw: string; key: KeyObject; auditRaw: Buffer } | null = null;
+  /** the chain's current key, as last trusted (for authorityHolds) */
+  private pinned: { keyId: string; raw: Buffer; key: KeyObject } | null = null;
+  /** the chain's keys before the current one (rotated away), with the record that replaced each */
+  private rotatedAway: { keyId: string; key: KeyObject; replacedAt: number }[] = [];
   private readonly verified = new Set<string>();
+  /** approver signatures verified, by the key id they verified under */
+  private readonly verifiedBy = new Map<string, string>();
+  /** ignored pin records already told to onIgnoredPins */
+  private toldIgnored = 0;
   private readonly passkeys: PasskeyChain;
   /** the audit public key, once trusted() succeeded (for authorityHolds) */
   private audit: KeyObject | null = null;
@@ -39,14 +48,19 @@ export class DecisionVerifier {
   constructor(
     db: Store,
     private readonly stateDir: string,
-    /** told, when the pin is found, of later pins in the chain (ignored: there is no rotation) */
+    /** told of later pins in the chain that are no verified rotation (ignored), as they appear */
     private readonly onIgnoredPins: (seqs: readonly number[]) => void = () => {},
   ) {
     this.pins = new PinTracker(db);
     this.passkeys = new PasskeyChain(db);
   }
 
-  /** The approver key to verify with, or why there is none that can be trusted. */
+  /**
+   * The approver key to verify with, or why there is none that can be trusted. The chain of pins
+   * is followed at each call (the pin records written since the last look, through their index),
+   * so a rotation is honoured by a running gateway from the next decision it checks on; keyring.json
+   * must hold the key at the chain's end and the audit key named with it, or nothing is trusted.
+   */
   trusted(): { ok: true; key: KeyObject; audit: KeyObject } | { ok: false; why: string; mismatch?: true } {
     let keyring: ReturnType<typeof loadPublicKeyring>;
     try {
@@ -68,33 +82,51 @@ export class DecisionVerifier {
             why: "the keyring has no approver key yet (the next approve or deny adds and pins it)",
           };
     }
-    const raw = approver.publicKeyRaw.toString("base64url");
-    if (this.pinned) {
-      if (this.pinned.raw !== raw) return { ok: false, why: mismatch(approver.keyId), mismatch: true };
-      // the audit key the pin was found under: passkey records are opened with it
-      if (!this.pinned.auditRaw.equals(keyring.publicKeyRaw)) {
-        return {
-          ok: false,
-          why: "the keyring's audit key is not the one the approver key was pinned under (keyring.json was replaced or edited)",
-          mismatch: true,
-        };
-      }
-      return { ok: true, key: this.pinned.key, audit: keyring.publicKey };
+    const chain = this.pins.follow(approver.publicKeyRaw, keyring.publicKey, earlierOf(keyring));
+    if (this.pins.ignored.length > this.toldIgnored) {
+      this.toldIgnored = this.pins.ignored.length;
+      this.onIgnoredPins(this.pins.ignored);
     }
-    const status = this.pins.status(approver.publicKeyRaw, keyring.publicKey);
-    if (status.state === "none")
-      return { ok: false, why: "no approver key is pinned in the audit chain yet" };
-    if (status.state !== "match") return { ok: false, why: mismatch(approver.keyId), mismatch: true };
-    this.pinned = {
-      keyId: approver.keyId,
-      raw,
-      key: ed25519PublicKeyFromRaw(approver.publicKeyRaw),
-      auditRaw: Buffer.from(keyring.publicKeyRaw),
-    };
-    this.pins.refresh(); // the whole chain, once: later pins are reported
-    if (this.pins.ignored.length > 0) this.onIgnoredPins(this.pins.ignored);
+    if (chain.state === "none") return { ok: false, why: "no approver key is pinned in the audit chain yet" };
+    if (chain.state === "unopened") return { ok: false, why: mismatch(approver.keyId), mismatch: true };
+    this.learn(chain.links);
+    const head = chain.head;
+    if (!head.approverRaw.equals(approver.publicKeyRaw)) {
+      const away = this.rotatedAway.find((r) => r.keyId === approver.keyId);
+      return {
+        ok: false,
+        why: away
+          ? `the keyring's approver key ${approver.keyId} was rotated away (audit record ${away.replacedAt}): keyring.json is a copy made before that rotation`
+          : mismatch(approver.keyId),
+        mismatch: true,
+      };
+    }
+    // the audit key the chain names with its key: passkey records are opened with it
+    if (!head.auditRaw.equals(keyring.publicKeyRaw)) {
+      return {
+        ok: false,
+        why: "the keyring's audit key is not the one the approver key was pinned under (keyring.json was replaced or edited)",
+        mismatch: true,
+      };
+    }
     this.audit = keyring.publicKey;
-    return { ok: true, key: this.pinned.key, audit: keyring.publicKey };
+    return { ok: true, key: this.pinned!.key, audit: keyring.publicKey };
+  }
+
+  /** The chain's keys as followed: the current one, and those rotated away (each once made). */
+  private learn(links: readonly ChainLink[]): void {
+    const head = links[links.length - 1]!;
+    if (this.pinned?.keyId === head.approverKeyId) return;
+    this.pinned = {
+      keyId: head.approverKeyId,
+      raw: head.approverRaw,
+      key: ed25519PublicKeyFromRaw(head.approverRaw),
+    };
+    this.rotatedAway = links.slice(0, -1).map((l, i) => ({
+      keyId: l.approverKeyId,
+      key: ed25519PublicKeyFromRaw(l.approverRaw),
+      replacedAt: links[i + 1]!.seq,
+    }));
   }
 
   /**
@@ -104,7 +136,12 @@ export class DecisionVerifier {
    * read of the chain records written since the last look (no keyring read).
    */
   authorityHolds(signature: string | null): boolean {
-    if (signature === null || !isPasskeySignature(signature)) return true;
+    if (signature === null) return true;
+    if (!isPasskeySignature(signature)) {
+      // a rotation since takes it away: the key it was verified with must still be the chain's
+      const trust = this.trusted();
+      return trust.ok && this.verifiedBy.get(signature) === this.pinned?.keyId;
+    }
     const assertion = parsePasskeySignature(signature);
     if (!assertion || !this.pinned || !this.audit) return false;
     return this.passkeys.lookup(assertion.credentialId, this.pinned.key, this.audit).ok;
@@ -152,13 +189,17 @@ export class DecisionVerifier {
     } catch {
       return { ok: false, why: "its fields cannot be read" };
     }
-    const key = `${digest}\u0000${signature}`;
+    // keyed by the key verified with too: a rotation makes every row verify again, under the new key
+    const key = `${this.pinned!.keyId}\u0000${digest}\u0000${signature}`;
     if (isPasskeySignature(signature)) return this.verifyPasskey(trust, digest, signature, key);
     if (this.verified.has(key)) return { ok: true };
     if (!verifyApproverSignature(trust.key, digest, signature)) {
+      const away = this.rotatedAway.find((r) => verifyApproverSignature(r.key, digest, signature));
+      if (away) return { ok: false, why: rotatedAwayWhy(away) };
       return { ok: false, why: "its signature does not verify against the pinned approver key" };
     }
     this.verified.add(key);
+    this.verifiedBy.set(signature, this.pinned!.keyId);
     return { ok: true };
   }
 
@@ -179,6 +220,13 @@ export class DecisionVerifier {
     this.verified.add(cacheKey);
     return { ok: true };
   }
+}
+
+/** The start of why a decision signed by a key rotated away is not honoured (ROTATED_AWAY_WHY). */
+export const ROTATED_AWAY_WHY = "it was signed by approver key";
+
+function rotatedAwayWhy(r: { keyId: string; replacedAt: number }): string {
+  return `${ROTATED_AWAY_WHY} ${r.keyId}, rotated away (audit record ${r.replacedAt}): what a key rotated away signed is not honoured, as whoever leaked it may have signed it`;
 }
 
 function mismatch(keyId: string): string {

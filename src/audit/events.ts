@@ -25,6 +25,7 @@ export const AUDIT_EVENT_TYPES = [
   "credential_injected",
   "approver_key_pinned",
   "passphrase_changed",
+  "keys_rotated",
   "passkey_pinned",
   "passkey_removed",
   "decision_rejected",

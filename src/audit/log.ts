@@ -1,9 +1,9 @@
 import type { KeyObject } from "node:crypto";
-import { closeSync, fdatasync, fdatasyncSync, openSync } from "node:fs";
+import { closeSync, fdatasync, fdatasyncSync, openSync, statSync } from "node:fs";
 import type { Statement } from "better-sqlite3";
 import { ulid } from "ulid";
-import { KeyringMissingError, loadPublicKeyring } from "../keyring/keyring.js";
-import { auditKeyId, rawX25519PublicKey } from "../keyring/x25519.js";
+import { KeyringMissingError, keyringPath, loadPublicKeyring } from "../keyring/keyring.js";
+import { auditKeyId, rawX25519PublicKey, x25519PublicKeyFromRaw } from "../keyring/x25519.js";
 import { type Store, waitingAtMost } from "../store/db.js";
 import { type StoreFileLost, StoreFiles } from "../store/storeFiles.js";
 import { type AuditEvent, assertAuditable } from "./events.js";
@@ -100,10 +100,13 @@ export class AuditLog {
   /** when checkStoreFiles last made its stats (performance.now()) */
   private filesCheckedAt = -Infinity;
 
+  /** keyring.json as last looked at for a rotated audit key (see followRotation); null: not followed */
+  private keyring: { stateDir: string; checkedAt: number; stamp: string } | null = null;
+
   private constructor(
     db: Store,
-    private readonly publicKey: KeyObject,
-    readonly keyId: string,
+    private publicKey: KeyObject,
+    public keyId: string,
     opts: AuditLogOptions,
   ) {
     this.recordsPerSession = opts.recordsPerSession ?? 1024;
@@ -224,7 +227,17 @@ export class AuditLog {
   static open(db: Store, stateDir: string, opts: AuditLogOptions = {}): AuditLog {
     const keyring = loadPublicKeyring(stateDir);
     if (!keyring) throw new KeyringMissingError(stateDir);
-    return new AuditLog(db, keyring.publicKey, keyring.keyId, opts);
+    const log = new AuditLog(db, keyring.publicKey, keyring.keyId, opts);
+    log.keyring = { stateDir, checkedAt: performance.now(), stamp: keyringStamp(stateDir) };
+    return log;
+  }
+
+  /**
+   * Opens the log sealing to the audit public key `publicKeyRaw`, not keyring.json's: a key
+   * rotation's record is sealed to the audit key it replaces (src/approval/rotation.ts).
+   */
+  static openSealingTo(db: Store, publicKeyRaw: Uint8Array, opts: AuditLogOptions = {}): AuditLog {
+    return new AuditLog(db, x25519PublicKeyFromRaw(publicKeyRaw), auditKeyId(publicKeyRaw), opts);
   }
 
   /**
@@ -397,12 +410,56 @@ export class AuditLog {
     return this.clock.text;
   }
 
+  /**
+   * A writer opened before a key rotation (a running gateway) seals to the new audit key from its
+   * next record on: keyring.json is looked at (one stat) at most once a second, and when it was
+   * rewritten and names another audit key that replaced this writer's (the key in use is among its
+   * earlier ones: a rotation of this keyring, src/keyring/rotate.ts), a new session is sealed to
+   * it. A keyring.json swapped for an unrelated one is not followed: the writer goes on as it began.
+   */
+  private followRotation(): void {
+    const k = this.keyring;
+    if (!k) return;
+    const now = performance.now();
+    if (now - k.checkedAt < KEYRING_EVERY_MS) return;
+    k.checkedAt = now;
+    const stamp = keyringStamp(k.stateDir);
+    if (stamp === k.stamp) return;
+    k.stamp = stamp;
+    let keyring: ReturnType<typeof loadPublicKeyring>;
+    try {
+      keyring = loadPublicKeyring(k.stateDir);
+    } catch {
+      return;
+    }
+    if (!keyring || keyring.keyId === this.keyId) return;
+    if (!keyring.earlierAudits.some((raw) => auditKeyId(raw) === this.keyId)) return;
+    this.publicKey = keyring.publicKey;
+    this.keyId = keyring.keyId;
+    this.session?.close();
+    this.session = null;
+  }
+
   private sealingSession(): SealingSession {
+    this.followRotation();
     if (!this.session || this.session.sealed >= this.recordsPerSession) {
       this.session?.close();
       this.session = SealingSession.start(this.publicKey);
     }
     return this.session;
+  }
+}
+
+/** How often, at most, a writer looks whether keyring.json changed (followRotation). */
+const KEYRING_EVERY_MS = 1000;
+
+/** keyring.json's identity as stat says it (inode, size, modification time): a rewrite changes it. */
+function keyringStamp(stateDir: string): string {
+  try {
+    const st = statSync(keyringPath(stateDir));
+    return `${st.ino}:${st.size}:${st.mtimeMs}`;
+  } catch {
+    return "";
   }
 }
 
@@ -600,19 +657,22 @@ export class AuditOpenError extends Error {
  */
 export function* openRecords(
   db: Store,
-  privateKey: KeyObject,
+  privateKey: KeyObject | readonly KeyObject[],
   records?: Iterable<StoredRecord>,
 ): Generator<OpenedRecord> {
-  const opener = new RecordOpener(privateKey);
-  const keyId = auditKeyId(rawX25519PublicKey(privateKey));
+  // the keyring's audit key first, then those a key rotation replaced (UnlockedKeyring.earlierAuditKeys)
+  const keys = Array.isArray(privateKey) ? (privateKey as readonly KeyObject[]) : [privateKey as KeyObject];
+  const openers = new Map(keys.map((k) => [auditKeyId(rawX25519PublicKey(k)), new RecordOpener(k)]));
+  const keyId = auditKeyId(rawX25519PublicKey(keys[0]!));
   for (const record of records ?? storedRecords(db)) {
     const parts = splitRecord(record);
     const header = parts && parseHeader(parts.header);
     if (!parts || !header) throw new AuditOpenError("a record does not have a v1 header");
     const { seq } = header;
-    if (header.key !== keyId) {
+    const opener = openers.get(header.key);
+    if (!opener) {
       throw new AuditOpenError(
-        `record ${seq} is sealed to audit key ${header.key}, not to this keyring's ${keyId}`,
+        `record ${seq} is sealed to audit key ${header.key}, not to this keyring's ${keyId}${keys.length > 1 ? " nor to one it replaced" : ""}`,
       );
     }
     let event: AuditEvent;

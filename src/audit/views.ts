@@ -220,12 +220,13 @@ function closesAnotherGateway(e: AuditEvent): boolean {
 
 /**
  * Events a command writes about the whole state directory (the approver key's pin, the vault
- * being unlocked or locked, the keyring's passphrase changed), not about an agent run: they start
+ * being unlocked or locked, the keyring's passphrase changed or its keys rotated), not about an agent run: they start
  * no session of their own.
  */
 const NOT_ABOUT_A_RUN: ReadonlySet<string> = new Set([
   "approver_key_pinned",
   "passphrase_changed",
+  "keys_rotated",
   "passkey_pinned",
   "passkey_removed",
   "vault_unlocked",

@@ -543,8 +543,9 @@ async function decrypting(
     }
     const passphrase = await readPassphrase("Passphrase: ");
     const unlocked = await unlockKeyring(stateDir, passphrase);
-    const { auditPrivateKey, dataKey } = unlocked;
+    const { auditPrivateKey, dataKey, earlierDataKeys, earlierAuditKeys } = unlocked;
     dataKey.fill(0);
+    for (const k of earlierDataKeys) k.fill(0);
     // An old keyring gets its approver key here (pinned); a swapped one is refused.
     await checkApproverKey(db, stateDir, passphrase, unlocked, (line) =>
       process.stderr.write(`portcullis audit ${sub}: ${safeText(line)}\n`),
@@ -561,7 +562,9 @@ async function decrypting(
       }
     }
     // Shown redacted (src/util/redact.ts), whatever an older writer sealed in clear.
-    const opened: OpenedRecord[] = [...openRecords(db, auditPrivateKey, verified())].map((r) => ({
+    const opened: OpenedRecord[] = [
+      ...openRecords(db, [auditPrivateKey, ...earlierAuditKeys], verified()),
+    ].map((r) => ({
       ...r,
       event: redactEvent(r.event),
     }));

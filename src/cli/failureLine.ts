@@ -10,6 +10,7 @@ const COMMANDS = new Set([
   "catalog",
   "init",
   "passphrase",
+  "rotate-keys",
   "audit",
   "passkey",
   "demo",

@@ -97,7 +97,7 @@ export async function serveListen(
   const gateways = new Set<Gateway>();
   const verifier = new DecisionVerifier(store, shared.stateDir, (seqs) =>
     log.warn(
-      `the audit chain pins other approver keys after the first (records ${seqs.join(", ")}): ignored`,
+      `the audit chain pins other approver keys after the first, by no rotation signed with the key current then (records ${seqs.join(", ")}): ignored`,
     ),
   );
   const trust = verifier.trusted();

@@ -42,6 +42,7 @@ usage: portcullis <command> [options]
                                        active grants; revoke one (next call)
   init                                 create the keyring (asks for a passphrase)
   passphrase [--json]                  change the keyring's passphrase (the keys stay the same)
+  rotate-keys [--json]                 replace every key of the keyring (a leaked keyring and passphrase)
   passkey list|add|rm                  passkeys that approve in the console (rm needs no passphrase)
   vault set|list|rm                    secrets for credential scopes (values never printed)
   unlock [--for DURATION]  lock        let running gateways use credentials, or stop them
@@ -198,6 +199,8 @@ const commands: Record<string, () => Promise<Command>> = {
   init: async () => withStateDir("init", (await import("./init.js")).initCommand, "itself"),
   passphrase: async () =>
     withStateDir("passphrase", (await import("./passphraseChange.js")).passphraseCommand, "reads"),
+  "rotate-keys": async () =>
+    withStateDir("rotate-keys", (await import("./rotateKeys.js")).rotateKeysCommand, "reads"),
   audit: async () => {
     const { auditCommand, auditSubcommand } = await import("./audit.js");
     return withStateDir("audit", auditCommand, "reads", true, auditSubcommand);

@@ -4,7 +4,7 @@ import {
   passphraseChangedEvent,
   thisCommand,
 } from "../approval/lateWrapping.js";
-import { ApproverKeyMismatchError, checkApproverKey, PinTracker } from "../approval/pin.js";
+import { ApproverKeyMismatchError, checkApproverKey, earlierOf, PinTracker } from "../approval/pin.js";
 import { AuditLog } from "../audit/log.js";
 import { safeText } from "../catalog/text.js";
 import {
@@ -15,6 +15,7 @@ import {
   KeyringTamperedError,
   keyringExists,
   keyringPath,
+  loadPublicKeyring,
   type PassphraseChange,
   SamePassphraseError,
   unlockKeyring,
@@ -57,8 +58,7 @@ chain, as approve does.
 
 What it does not do: a copy of the old keyring.json (a backup, a copy of the state directory)
 still opens with the old passphrase, and holds the same keys. To shut out someone who had the
-old passphrase and such a copy, start over in a new state directory (portcullis init): there is
-no key rotation. A console already running goes on honouring a proof made with the old
+old passphrase and such a copy, replace the keys: portcullis rotate-keys. A console already running goes on honouring a proof made with the old
 passphrase until that proof's window ends (its keys are the same); every new proof needs the
 new passphrase.
 
@@ -77,14 +77,21 @@ or its approver key is not the pinned one): nothing was changed, 2 usage or envi
 same as the current one, or typed differently twice): nothing was changed.`;
 
 export async function passphraseCommand(args: string[], ctx: { stateDir: string }): Promise<number> {
+  return keyringCommandErrors("passphrase", () => change(args, ctx));
+}
+
+/**
+ * The exit codes and sentences of a command that rewrites the keyring with the passphrase
+ * (passphrase, rotate-keys), each sentence named by the command.
+ */
+export async function keyringCommandErrors(name: string, body: () => Promise<number>): Promise<number> {
   try {
-    return await change(args, ctx);
+    return await body();
   } catch (e) {
     // named by the command, as init's are (the parser's own refusals name it already)
     if (e instanceof UsageError) return fail(EXIT_USAGE, e.message);
-    if (e instanceof PassphraseError)
-      return fail(EXIT_USAGE, `passphrase: ${e.message}; nothing was changed`);
-    if (e instanceof SamePassphraseError) return fail(EXIT_USAGE, `passphrase: ${e.message}`);
+    if (e instanceof PassphraseError) return fail(EXIT_USAGE, `${name}: ${e.message}; nothing was changed`);
+    if (e instanceof SamePassphraseError) return fail(EXIT_USAGE, `${name}: ${e.message}`);
     // A wrong current passphrase, a keyring whose parts were changed, an approver key that is not
     // the pinned one: a check failed, as in every command that asks for the passphrase (README).
     if (
@@ -92,10 +99,10 @@ export async function passphraseCommand(args: string[], ctx: { stateDir: string 
       e instanceof KeyringTamperedError ||
       e instanceof ApproverKeyMismatchError
     )
-      return fail(EXIT_CHECK_FAILED, `passphrase: ${e.message}; nothing was changed`);
-    if (e instanceof KeyringMissingError) return fail(EXIT_USAGE, `passphrase: ${e.message}`);
+      return fail(EXIT_CHECK_FAILED, `${name}: ${e.message}; nothing was changed`);
+    if (e instanceof KeyringMissingError) return fail(EXIT_USAGE, `${name}: ${e.message}`);
     if (e instanceof KeyringError)
-      return fail(EXIT_USAGE, `passphrase: ${e.message}; nothing was changed${keyringEnding(e)}`);
+      return fail(EXIT_USAGE, `${name}: ${e.message}; nothing was changed${keyringEnding(e)}`);
     throw e;
   }
 }
@@ -155,7 +162,8 @@ async function change(args: string[], ctx: { stateDir: string }): Promise<number
             `${keyringPath(stateDir)} was replaced while the command ran: its audit key ${opened.keyId} is not the one checked (${checkedKeyId})`,
           );
         const signer = opened.signer!;
-        if (new PinTracker(db).status(signer.publicKeyRaw, auditPublicKey).state === "other")
+        const earlier = earlierOf(loadPublicKeyring(stateDir) ?? { earlierApprovers: [], earlierAudits: [] });
+        if (new PinTracker(db).status(signer.publicKeyRaw, auditPublicKey, earlier).state === "other")
           throw new ApproverKeyMismatchError(signer.keyId);
       },
       beforeRename: (wrapping) => {
@@ -182,7 +190,7 @@ async function change(args: string[], ctx: { stateDir: string }): Promise<number
     process.stdout.write(
       `Passphrase changed: ${safeText(changed.path)}\n` +
         `Audit key id: ${changed.keyId}, approver key id: ${changed.approverKeyId} (the same keys as before)\n` +
-        "A copy of the old keyring.json (a backup) still opens with the old passphrase; to shut out whoever had both, start over with a new state directory.\n",
+        "A copy of the old keyring.json (a backup) still opens with the old passphrase; to shut out whoever had both, replace the keys with portcullis rotate-keys.\n",
     );
     return EXIT_OK;
   } finally {

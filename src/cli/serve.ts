@@ -297,7 +297,7 @@ export async function serve(
   // One per gateway: it learns the pinned approver key once and remembers verified decisions.
   const verifier = new DecisionVerifier(store, stateDir, (seqs) =>
     log.warn(
-      `the audit chain pins other approver keys after the first (records ${seqs.join(", ")}): ignored`,
+      `the audit chain pins other approver keys after the first, by no rotation signed with the key current then (records ${seqs.join(", ")}): ignored`,
     ),
   );
   const trust = verifier.trusted();

@@ -36,6 +36,7 @@ import {
   recordHolder,
   takeVaultLock,
 } from "../vault/holderProcs.js";
+import { resealVault } from "../vault/reseal.js";
 import {
   checkSecretName,
   checkSecretValue,
@@ -1061,6 +1062,13 @@ async function unlockWithPassphrase(
   await recordLateChange(db, stateDir, unlocked.auditPrivateKey, (line) =>
     process.stderr.write(`portcullis ${command}: ${safeText(line)}\n`),
   );
+  // what a key rotation killed before its reseal left under an earlier data key: resealed now
+  const resealed = resealVault(db, stateDir, unlocked.dataKey, unlocked.earlierDataKeys);
+  for (const k of unlocked.earlierDataKeys) k.fill(0);
+  if (resealed.secrets > 0 || resealed.egressCa)
+    process.stderr.write(
+      `portcullis ${command}: ${resealed.secrets} secret(s)${resealed.egressCa ? " and the egress CA key" : ""} still sealed under a data key a rotation replaced: resealed under the current one\n`,
+    );
   return unlocked.dataKey;
 }
 

@@ -27,7 +27,11 @@ import { type AuditPageData, auditViews } from "./pages.js";
  */
 const SERVED_STARTS_OPENED = 1000;
 
-export function auditData(db: Store, auditKey: KeyObject | null, sessionsFrom = 0): AuditPageData {
+export function auditData(
+  db: Store,
+  auditKey: KeyObject | readonly KeyObject[] | null,
+  sessionsFrom = 0,
+): AuditPageData {
   if (!auditKey) return { verified: verifyStore(db), opened: null };
   // one pass: the chain verified, and the clear fields of the records it holds kept
   const verifier = new ChainVerifier();
@@ -51,7 +55,7 @@ export function auditData(db: Store, auditKey: KeyObject | null, sessionsFrom = 
 
 function auditPage(
   db: Store,
-  auditKey: KeyObject,
+  auditKey: KeyObject | readonly KeyObject[],
   clear: readonly ClearRecord[],
   from: number,
 ): NonNullable<AuditPageData["opened"]> {

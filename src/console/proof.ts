@@ -11,7 +11,8 @@ import type { Store } from "../store/db.js";
 
 export interface Proof {
   signer: DecisionSigner;
-  auditKey: KeyObject;
+  /** the keyring's audit private key, then those a key rotation replaced (old records read with them) */
+  auditKey: KeyObject[];
 }
 
 /**
@@ -28,13 +29,15 @@ export async function prove(
 ): Promise<Proof> {
   const unlocked = await unlockKeyring(stateDir, passphrase);
   unlocked.dataKey.fill(0);
+  for (const k of unlocked.earlierDataKeys) k.fill(0);
+  const auditKey = [unlocked.auditPrivateKey, ...unlocked.earlierAuditKeys];
   if (!unlocked.signer) {
     // An old keyring: pinnedSigner adds the approver key and pins it (a second key derivation, once).
     const signer = await pinnedSigner(db, stateDir, passphrase, notice);
-    return { signer, auditKey: unlocked.auditPrivateKey };
+    return { signer, auditKey };
   }
   ensurePinned(db, stateDir, unlocked.signer, notice);
-  return { signer: unlocked.signer, auditKey: unlocked.auditPrivateKey };
+  return { signer: unlocked.signer, auditKey };
 }
 
 /** Refused before trying: too many wrong passphrases lately (see LoginLimiter). */

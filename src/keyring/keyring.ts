@@ -153,6 +153,40 @@ interface KeyringFile {
   audit: { alg: "X25519"; keyId: string; publicKey: string; privateKey: Wrapped };
   /** absent in keyrings made before decisions were signed: added at the next passphrase command */
   approver?: ApproverEntry;
+  /** the keys a rotation replaced (src/keyring/rotate.ts); absent in a keyring never rotated */
+  earlier?: EarlierKeys;
+  /**
+   * The signed rotation record of the rotation that made this keyring (public: a signature and
+   * public keys), kept for a command to append late when its own was not written (rotate.ts).
+   */
+  pendingRotation?: PendingRotation;
+}
+
+/**
+ * What a rotation keeps of the keys it replaced: the approver public keys (in clear: the chain's
+ * first pin names the first of them, and gateways open it with it), the audit key pairs (their
+ * private halves sealed under the current data key: the records sealed to them stay readable),
+ * and the data keys (sealed under the current data key: what a rotation killed before it resealed
+ * the vault left sealed under an earlier one stays readable). Oldest first.
+ */
+export interface EarlierKeys {
+  approvers: { alg: "Ed25519"; keyId: string; publicKey: string }[];
+  audit: AuditEntry[];
+  dataKeys: Wrapped[];
+}
+
+/** A rotation's pin record as signed, and the audit public key it is sealed to (both public). */
+export interface PendingRotation {
+  event: Record<string, unknown>;
+  /** the audit public key the chain trusted before the rotation, base64url */
+  sealTo: string;
+}
+
+interface AuditEntry {
+  alg: "X25519";
+  keyId: string;
+  publicKey: string;
+  privateKey: Wrapped;
 }
 
 interface ApproverEntry {
@@ -170,6 +204,10 @@ export interface PublicKeyring {
   publicKeyRaw: Buffer;
   /** the approver public key as keyring.json states it (null in an old keyring) */
   approver: { keyId: string; publicKeyRaw: Buffer } | null;
+  /** the approver and audit public keys a rotation replaced, oldest first (raw) */
+  earlierApprovers: Buffer[];
+  earlierAudits: Buffer[];
+  pendingRotation: PendingRotation | null;
 }
 
 export interface UnlockedKeyring {
@@ -179,6 +217,10 @@ export interface UnlockedKeyring {
   auditPrivateKey: KeyObject;
   /** signs decisions; null when this keyring has no approver key yet (see addApproverKey) */
   signer: DecisionSigner | null;
+  /** the audit private keys a rotation replaced (records sealed to them are read with them) */
+  earlierAuditKeys: KeyObject[];
+  /** the data keys a rotation replaced (what is still sealed under one is opened with it) */
+  earlierDataKeys: Buffer[];
 }
 
 export function keyringPath(stateDir: string): string {
@@ -229,6 +271,9 @@ export async function initKeyring(stateDir: string, passphrase: string): Promise
     publicKey: x25519PublicKeyFromRaw(publicRaw),
     publicKeyRaw: publicRaw,
     approver: approverOf(file),
+    earlierApprovers: [],
+    earlierAudits: [],
+    pendingRotation: null,
   };
 }
 
@@ -474,6 +519,9 @@ export function loadPublicKeyring(stateDir: string): PublicKeyring | null {
     publicKey: x25519PublicKeyFromRaw(publicKeyRaw),
     publicKeyRaw,
     approver: approverOf(file),
+    earlierApprovers: (file.earlier?.approvers ?? []).map((a) => Buffer.from(a.publicKey, "base64url")),
+    earlierAudits: (file.earlier?.audit ?? []).map((a) => Buffer.from(a.publicKey, "base64url")),
+    pendingRotation: file.pendingRotation ?? null,
   };
 }
 
@@ -526,7 +574,28 @@ async function openKeyringFile(
       throw new KeyringTamperedError(`${path}: the approver public key does not match its private half`);
     }
   }
-  return { keyId: file.audit.keyId, dataKey, auditPrivateKey, signer };
+  const earlierAuditKeys = (file.earlier?.audit ?? []).map((a) => {
+    const raw = unwrapOrDamaged(
+      dataKey,
+      a.privateKey,
+      privateKeyAad(a.keyId, a.publicKey),
+      `${path}: an earlier audit private key does not open with the data key`,
+    );
+    const key = x25519PrivateKeyFromRaw(raw);
+    raw.fill(0);
+    if (rawX25519PublicKey(createPublicKey(key)).toString("base64url") !== a.publicKey)
+      throw new KeyringTamperedError(`${path}: an earlier audit public key does not match its private half`);
+    return key;
+  });
+  const earlierDataKeys = (file.earlier?.dataKeys ?? []).map((w, i) =>
+    unwrapOrDamaged(
+      dataKey,
+      w,
+      earlierDataKeyAad(i),
+      `${path}: an earlier data key does not open with the data key`,
+    ),
+  );
+  return { keyId: file.audit.keyId, dataKey, auditPrivateKey, signer, earlierAuditKeys, earlierDataKeys };
 }
 
 /** A keyring is about 1.5 KB; anything much larger is not one (and is not read into memory). */
@@ -594,6 +663,8 @@ function holdsKeys(text: string, path: string): boolean {
 }
 
 const B64URL = /^[A-Za-z0-9_-]+$/;
+/** At most this many earlier keys of each kind: a keyring rotated more often is not read. */
+const MAX_EARLIER = 64;
 
 function parseKeyring(text: string, path: string): KeyringFile {
   const damaged = (what: string) => new KeyringDamagedError(`${path} is not a usable keyring: ${what}`, path);
@@ -646,6 +717,35 @@ function parseKeyring(text: string, path: string): KeyringFile {
     if (approver.keyId !== approverKeyId(Buffer.from(approver.publicKey, "base64url")))
       throw damaged("approver keyId does not match");
   }
+  const { earlier, pendingRotation } = f;
+  if (earlier !== undefined) {
+    const list = (v: unknown): v is unknown[] => Array.isArray(v) && v.length <= MAX_EARLIER;
+    if (!obj(earlier) || !list(earlier.approvers) || !list(earlier.audit) || !list(earlier.dataKeys))
+      throw damaged("bad earlier keys");
+    for (const a of earlier.approvers)
+      if (
+        !obj(a) ||
+        a.alg !== "Ed25519" ||
+        !b64(a.publicKey, 32) ||
+        a.keyId !== approverKeyId(Buffer.from(a.publicKey, "base64url"))
+      )
+        throw damaged("bad earlier approver key");
+    for (const a of earlier.audit)
+      if (
+        !obj(a) ||
+        a.alg !== "X25519" ||
+        !b64(a.publicKey, 32) ||
+        !wrapped(a.privateKey, 32) ||
+        a.keyId !== auditKeyId(Buffer.from(a.publicKey, "base64url"))
+      )
+        throw damaged("bad earlier audit key");
+    for (const d of earlier.dataKeys) if (!wrapped(d, KEY_BYTES)) throw damaged("bad earlier data key");
+  }
+  if (
+    pendingRotation !== undefined &&
+    (!obj(pendingRotation) || !obj(pendingRotation.event) || !b64(pendingRotation.sealTo, 32))
+  )
+    throw damaged("bad pendingRotation");
   return f as unknown as KeyringFile;
 }
 
@@ -663,6 +763,10 @@ function dataKeyAad(kdf: KeyringFile["kdf"]): Buffer {
 
 function privateKeyAad(keyId: string, publicKey: string): Buffer {
   return Buffer.from(`${KEYRING_FORMAT}\naudit-private-key\n${keyId}\n${publicKey}`);
+}
+
+function earlierDataKeyAad(index: number): Buffer {
+  return Buffer.from(`${KEYRING_FORMAT}\nearlier-data-key\n${index}`);
 }
 
 function approverKeyAad(keyId: string, publicKey: string): Buffer {
@@ -814,3 +918,25 @@ function fsyncDir(dir: string): void {
     if (fd !== undefined) closeSync(fd);
   }
 }
+
+/**
+ * For src/keyring/rotate.ts only (not re-exported anywhere): what a rotation builds a keyring
+ * from, and writes it with, under the same lock and the same atomic replacement as every rewrite.
+ */
+export const rotationParts = {
+  readKeyringText,
+  parseKeyring,
+  openKeyringFile,
+  deriveKek,
+  newCost,
+  wrap,
+  dataKeyAad,
+  privateKeyAad,
+  earlierDataKeyAad,
+  newApproverEntry,
+  removeLeftTemps,
+  replaceFile,
+  takeLock,
+  KEY_BYTES,
+};
+export type { AuditEntry, KeyringFile };

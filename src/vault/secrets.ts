@@ -167,7 +167,8 @@ interface Row {
   sealed?: Buffer;
 }
 
-function policyOf(r: Row): SecretPolicy {
+/** A row's delivery policy as stored (the associated data its secret is sealed with; src/vault/reseal.ts too). */
+export function policyOf(r: Pick<Row, "deliver" | "hosts_json">): SecretPolicy {
   let hosts: unknown;
   try {
     hosts = JSON.parse(r.hosts_json);

@@ -56,6 +56,31 @@ export async function ensureEgressCa(stateDir: string, dataKey: Buffer): Promise
   return true;
 }
 
+/**
+ * A key rotation's reseal of the CA key (src/vault/reseal.ts): when it does not open under
+ * `dataKey` but does under one of `earlier`, it is sealed again under `dataKey` (written whole,
+ * renamed over the old file; the certificate is unchanged). Whether it was resealed.
+ */
+export function resealEgressCa(stateDir: string, dataKey: Buffer, earlier: readonly Buffer[]): boolean {
+  if (openEgressCa(stateDir, dataKey).ca) return false;
+  for (const k of earlier) {
+    const { ca } = openEgressCa(stateDir, k);
+    if (!ca) continue;
+    const nonce = randomBytes(12);
+    const c = createCipheriv("chacha20-poly1305", dataKey, nonce, { authTagLength: 16 });
+    c.setAAD(aad(ca.certPem), { plaintextLength: ca.keyPkcs8.length });
+    const sealed = Buffer.concat([c.update(ca.keyPkcs8), c.final(), c.getAuthTag()]);
+    ca.keyPkcs8.fill(0);
+    writeAtomic(
+      join(stateDir, CA_KEY_FILE),
+      `${JSON.stringify({ format: FORMAT, nonce: nonce.toString("base64url"), sealed: sealed.toString("base64url") })}\n`,
+      0o600,
+    );
+    return true;
+  }
+  return false;
+}
+
 /** Opens the CA with the data key; null when there is none or it does not open (said in `why`). */
 export function openEgressCa(stateDir: string, dataKey: Buffer): { ca: CaMaterial | null; why?: string } {
   const certFile = caCertPath(stateDir);
