@@ -131,16 +131,19 @@ export class DecisionVerifier {
 
   /**
    * For a grant verified earlier and about to cover a call again: whether its signer still has
-   * authority. Always true for the approver key (nothing removes it); for a passkey, false once a
-   * removal record names it. Costs nothing for an Ed25519 signature, and for a passkey's one
-   * read of the chain records written since the last look (no keyring read).
+   * authority. For the approver key, false once a rotation made another key current (the pin
+   * records written since the last look); for a passkey, false once a removal record names it
+   * (the chain records written since the last look). No keyring read.
    */
   authorityHolds(signature: string | null): boolean {
     if (signature === null) return true;
     if (!isPasskeySignature(signature)) {
       // a rotation since takes it away: the key it was verified with must still be the chain's
-      const trust = this.trusted();
-      return trust.ok && this.verifiedBy.get(signature) === this.pinned?.keyId;
+      // end (the pin records written since the last look, through their index; no keyring read:
+      // the grant's next verification reads keyring.json)
+      if (!this.pinned || !this.audit) return false;
+      const chain = this.pins.follow(this.pinned.raw, this.audit);
+      return chain.state === "head" && this.verifiedBy.get(signature) === chain.head.approverKeyId;
     }
     const assertion = parsePasskeySignature(signature);
     if (!assertion || !this.pinned || !this.audit) return false;
