@@ -11,6 +11,7 @@ import { AuditOpenError, openRecords, storedRecords } from "../../src/audit/log.
 import { parseHeader, splitRecord } from "../../src/audit/record.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
+import { openEgressCa } from "../../src/vault/egress/ca.js";
 import { openSecret, policyOf } from "../../src/vault/secrets.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
@@ -21,6 +22,7 @@ import { released, vaultWith } from "../helpers/vaultState.js";
 const NEW = "the passphrase after the rotation";
 const SECRET = "rotate-keys-secret-value-5d2a";
 const LATER = "rotate-keys-later-value-91fe";
+const WEB = "rotate-keys-web-value-0c44";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -58,6 +60,13 @@ function opensSecrets(stateDir: string, dataKey: Buffer): Record<string, boolean
 describe("portcullis rotate-keys and a copy of the old keyring", () => {
   it("refused while the vault is unlocked; then the vault is resealed, records after it are sealed to the new key, and the old copy opens neither", async () => {
     const stateDir = await vaultWith("api", SECRET, (c) => cleanup.push(c));
+    // a secret sent over HTTP: the vault makes its local CA, whose key is sealed under the data key
+    const web = await runCli(["vault", "set", "web", "--from-stdin", "--host", "api.example:443"], {
+      stateDir,
+      env: passphraseEnv(),
+      input: WEB,
+    });
+    expect(web.code, web.stderr).toBe(0);
     const before = readFileSync(join(stateDir, "keyring.json"), "utf8");
 
     const refused = await runCli(["rotate-keys"], { stateDir, env: rotateEnv() });
@@ -73,8 +82,13 @@ describe("portcullis rotate-keys and a copy of the old keyring", () => {
 
     const rotated = await runCli(["rotate-keys", "--json"], { stateDir, env: rotateEnv() });
     expect(rotated.code, rotated.stderr).toBe(0);
-    const summary = JSON.parse(rotated.stdout) as { rotationRecord: number; secretsResealed: number };
-    expect(summary.secretsResealed).toBe(1);
+    const summary = JSON.parse(rotated.stdout) as {
+      rotationRecord: number;
+      secretsResealed: number;
+      egressCaResealed: boolean;
+    };
+    expect(summary.secretsResealed).toBe(2);
+    expect(summary.egressCaResealed).toBe(true);
 
     // a secret stored after the rotation, with the new passphrase
     const set = await runCli(["vault", "set", "later", "--from-stdin", "--deliver", "env"], {
@@ -86,9 +100,11 @@ describe("portcullis rotate-keys and a copy of the old keyring", () => {
 
     // the old copy and the old passphrase: no secret opens, no record written since the rotation
     const old = await unlockKeyring(thief, TEST_PASSPHRASE);
-    expect(opensSecrets(stateDir, old.dataKey)).toEqual({ api: false, later: false });
+    expect(opensSecrets(stateDir, old.dataKey)).toEqual({ api: false, later: false, web: false });
+    expect(openEgressCa(stateDir, old.dataKey).ca).toBeNull();
     const now = await unlockKeyring(stateDir, NEW);
-    expect(opensSecrets(stateDir, now.dataKey)).toEqual({ api: true, later: true });
+    expect(opensSecrets(stateDir, now.dataKey)).toEqual({ api: true, later: true, web: true });
+    expect(openEgressCa(stateDir, now.dataKey).ca).not.toBeNull();
     // the old passphrase does not open the new keyring
     await expect(unlockKeyring(stateDir, TEST_PASSPHRASE)).rejects.toThrow(/wrong passphrase/);
 
