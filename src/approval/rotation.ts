@@ -65,6 +65,8 @@ export function appendRotation(db: Store, stateDir: string, pending: PendingRota
     const s = new PinChain(db).follow(candidates);
     return s.state === "head" && s.head.approverRaw.equals(fromRaw) && s.head.auditRaw.equals(sealTo);
   };
+  // looked at first without the write lock: a rotation recorded already costs no transaction
+  if (!headIsFrom()) return null;
   const log = AuditLog.openSealingTo(db, sealTo);
   try {
     return (
@@ -89,7 +91,16 @@ export function recordLateRotation(db: Store, stateDir: string, notice: (line: s
   const pending = keyring?.pendingRotation;
   if (!keyring?.approver || !pending) return;
   if (pending.event.approverPublicKey !== keyring.approver.publicKeyRaw.toString("base64url")) return;
-  const seq = appendRotation(db, stateDir, pending);
+  let seq: number | null;
+  try {
+    seq = appendRotation(db, stateDir, pending);
+  } catch (e) {
+    // the command goes on; the keyring's key is then not the chain's, and it is refused as such
+    notice(
+      `warning: the key rotation its command left unrecorded could not be recorded now: ${(e as Error).message}`,
+    );
+    return;
+  }
   if (seq !== null)
     notice(
       `the key rotation its command left unrecorded is recorded now (audit record ${seq}): approver key ${keyring.approver.keyId} is honoured from now on`,
