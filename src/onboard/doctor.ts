@@ -43,6 +43,7 @@ import {
   tokenFileFindings,
 } from "./doctorListen.js";
 import { relabelFinding } from "./doctorRelabel.js";
+import { unrecordedRotationFinding } from "./doctorRotation.js";
 import { entryPathKey, OnboardError, readHostServers, readHostText } from "./document.js";
 import {
   entryKindMeant,
@@ -187,6 +188,9 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
           // each command last or on its own, in no quotes of the sentence's own: it pastes whole
           next: `restore the state directory from a backup, or start over in a new one with portcullis init (a key pinned in this chain now would be anyone's); to see what is wrong, run: portcullis audit verify --state-dir ${shellWord(path)}`,
         });
+      // a key rotation its command left unrecorded in the audit chain
+      const rotation = unrecordedRotationFinding(store, path);
+      if (rotation) findings.push(rotation);
       vault = secretPolicies(store);
       for (const g of listGateways(store)) {
         // Only a gateway seen here has its pid here: another namespace's pid is another process.

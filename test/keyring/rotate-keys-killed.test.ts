@@ -130,6 +130,9 @@ describe("portcullis rotate-keys killed around its rename", () => {
     expect(newKeyId).not.toBe(oldKeyId);
     // the chain still honours the old key: nothing is honoured until the record is written
     expect(chainHead(stateDir)).toBe(oldKeyId);
+    // doctor, which takes no passphrase, says so and names the command that records it
+    const found = await runCli(["doctor"], { stateDir });
+    expect(found.stdout).toContain("holds no record of the rotation yet");
 
     // the vault: its secret, still sealed under the old data key, opens with the new keyring
     // (unlock reseals it under the new data key and says so)
@@ -149,5 +152,6 @@ describe("portcullis rotate-keys killed around its rename", () => {
     expect(again.code, again.stderr).toBe(0);
     expect(again.stderr).not.toContain("recorded now");
     expect((await runCli(["audit", "verify"], { stateDir })).code).toBe(0);
+    expect((await runCli(["doctor"], { stateDir })).stdout).not.toContain("no record of the rotation");
   }, 30_000);
 });
