@@ -4,7 +4,7 @@
 // chain began with: it appends a rotation of that key to a key of its own, signed with it and
 // sealed exactly as a real one is. What it would catch: a rotation taken for valid because its
 // signature verifies under a key the chain once honoured (the thief's would then win), and a
-// chain that stops after its first rotation.
+// chain that stops after its first rotation; a passphrase change that refuses a rotated keyring.
 
 import { randomBytes } from "node:crypto";
 import { copyFileSync } from "node:fs";
@@ -25,6 +25,7 @@ import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js
 
 const SECOND = "the passphrase after one rotation";
 const THIRD = "the passphrase after two rotations";
+const FOURTH = "the passphrase changed after two rotations";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -102,5 +103,15 @@ describe("the chain of pins after rotations", () => {
     } finally {
       db.close();
     }
+
+    // a passphrase change of the rotated keyring checks its key against the chain's end (the
+    // first pin opened with the keyring's earlier keys), and keeps it
+    const changed = await runCli(["passphrase"], {
+      stateDir,
+      env: { ...withPassphrase(THIRD), PORTCULLIS_NEW_PASSPHRASE_FILE: passphraseFile(FOURTH) },
+    });
+    expect(changed.code, changed.stderr).toBe(0);
+    const sessions = await runCli(["audit", "sessions"], { stateDir, env: withPassphrase(FOURTH) });
+    expect(sessions.code, sessions.stderr).toBe(0);
   }, 30_000);
 });
