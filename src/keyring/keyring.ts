@@ -490,16 +490,17 @@ function newCost(was: ScryptParams): ScryptParams {
 
 /**
  * The lock of every rewrite of keyring.json (an old keyring's approver key added, a passphrase
- * changed): one naming its owner, so that a command killed while rewriting leaves nothing the
- * next one must wait out (or a human remove): its owner gone, the lock is taken over. Its name
- * stays `keyring.json.upgrade.lock`, the one older versions take to add the approver key.
+ * changed, the keys rotated): one naming its owner, so that a command killed while rewriting
+ * leaves nothing the next one must wait out (or a human remove): its owner gone, the lock is
+ * taken over. Its name stays `keyring.json.upgrade.lock`, the one older versions take to add the
+ * approver key.
  */
 function takeLock(lock: string): Promise<() => void> {
   return takeOwnedLock(lock, {
     waitMs: 10_000,
     busy: (owner) =>
       new KeyringError(
-        `another command${owner ? ` (pid ${owner.pid})` : ""} has been rewriting the keyring (adding its approver key, or changing its passphrase) for 10 s; try again once it has finished`,
+        `another command${owner ? ` (pid ${owner.pid})` : ""} has been rewriting the keyring (adding its approver key, changing its passphrase, or rotating its keys) for 10 s; try again once it has finished`,
       ),
     cannotWrite: (problem) =>
       new KeyringError(`cannot take the lock ${lock}: ${problem}; nothing was changed`),
