@@ -10,6 +10,13 @@ The state directory in use and why, the keyring, running gateways and their host
 the host configurations found and which of their servers are wrapped, versions, and a next step
 for each finding. Exit 1 when something is wrong.`;
 
+/** What a listed entry is, as the listing's note says it. */
+const KIND_WORDS = {
+  stdio: "a stdio entry",
+  http: "an HTTP entry",
+  unusable: "an entry the host cannot start",
+} as const;
+
 export async function doctorCommand(args: string[]): Promise<number> {
   const { values } = parse(
     "doctor",
@@ -50,18 +57,25 @@ export async function doctorCommand(args: string[]): Promise<number> {
     out.push(`  ${h.host}  ${t(h.file)}`);
     // an HTTP entry, or one the host cannot start, is not "not wrapped": wrap leaves it alone;
     // one whose url is a --listen front of this state directory is guarded, through the front
+    // a mistyped key or "type" is said as such: wrap refuses the entry until it is corrected
     const state = (s: (typeof h.servers)[number]) =>
       s.wrapped
         ? "wrapped"
-        : s.front !== undefined
-          ? "via front"
-          : s.kind === "http"
-            ? "http"
-            : s.kind === "unusable"
-              ? "unusable"
-              : "not wrapped";
+        : s.mistyped
+          ? "mistyped"
+          : s.front !== undefined
+            ? "via front"
+            : s.kind === "http"
+              ? "http"
+              : s.kind === "unusable"
+                ? "unusable"
+                : "not wrapped";
     const through = (s: (typeof h.servers)[number]) =>
-      s.front === undefined ? "" : `  (behind portcullis's --listen front, label ${t(quotedName(s.front))})`;
+      s.mistyped && !s.wrapped
+        ? `  (${KIND_WORDS[s.kind]} with a mistyped key or "type", which wrap refuses: see the findings)`
+        : s.front === undefined
+          ? ""
+          : `  (behind portcullis's --listen front, label ${t(quotedName(s.front))})`;
     for (const s of h.servers) out.push(`    ${state(s).padEnd(11)}  ${t(s.key)}${through(s)}`);
     if (h.error) out.push(`    ${t(h.error)}`);
   }

@@ -100,6 +100,12 @@ export interface DoctorReport {
       /** "stdio": wrap can put it behind portcullis; "http": a remote entry wrap leaves alone; "unusable": neither */
       kind: "stdio" | "http" | "unusable";
       /**
+       * set when the entry holds a key its host does not read in one ("arg", "urll") or a "type"
+       * it does not know ("stdoi"): wrap refuses it, and a finding says the rename; `kind` is
+       * then what its keys say (a "stdoi" entry with a "command" is "stdio")
+       */
+      mistyped?: true;
+      /**
        * an "http" entry whose url is a `run --listen` front of this state directory: the front's
        * label (the entry is behind portcullis through it); absent for any other entry
        */
@@ -240,13 +246,18 @@ export function doctor(flag: string | undefined, cwd: string): DoctorReport {
     try {
       const record = recorded.get(f.file);
       const list = read.servers.map((s) => {
-        const kind = serverKind(s.entry);
+        const given = serverKind(s.entry);
+        // listed as what its keys say, as the finding below takes it (a "stdoi" entry with a
+        // "command" is a stdio one, not "http"), and marked when it holds a mistyped key or type
+        const kind = listedKind(f, s.entry, given);
+        const mistyped = given !== "unusable" && unknownEntryKeys(f, s.entry, given).length > 0;
         // listed as behind portcullis, as the finding below says it: not as a bare "http"
         const front = kind === "http" ? frontOf(s.entry, fronts) : null;
         return {
           key: s.key,
           wrapped: isWrapped(s.entry),
           kind,
+          ...(mistyped ? { mistyped: true as const } : {}),
           ...(front !== null ? { front } : {}),
           recorded: record?.entries[entryPathKey(s.table, s.key)] !== undefined,
         };
@@ -683,9 +694,22 @@ function unusableNext(e: Record<string, unknown>): string {
   return `give it a "command" (a string) or a "url", or remove it`;
 }
 
-function serverKind(e: Record<string, unknown>): "stdio" | "http" | "unusable" {
+type ServerKind = "stdio" | "http" | "unusable";
+
+function serverKind(e: Record<string, unknown>): ServerKind {
   const why = notStdio(e);
   return why === null ? "stdio" : why.startsWith("an HTTP entry") ? "http" : "unusable";
+}
+
+/**
+ * The kind an entry is listed as: what its keys say, with a mistyped "type" read as the value it
+ * stands for (entryKindMeant). notStdio takes any "type" other than "stdio" for an HTTP entry, so
+ * `"type": "stdoi"` beside a "command" was listed `http` while its finding and wrap's refusal
+ * treated it as the stdio entry it is; one with no "command" either is listed `unusable`.
+ */
+function listedKind(host: HostFile, e: Record<string, unknown>, given: ServerKind): ServerKind {
+  if (given === "unusable" || entryKindMeant(host, e, given) !== "stdio" || given === "stdio") return given;
+  return serverKind({ ...e, type: "stdio" });
 }
 
 /**
