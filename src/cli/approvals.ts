@@ -54,6 +54,7 @@ import {
   LISTED_REQUESTS,
   nextDecidable,
   passedByLine,
+  type Unclosed,
   watchRequests,
 } from "./approvalsLive.js";
 import { oneOf, parse, refuseEmpty } from "./args.js";
@@ -262,13 +263,20 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
     // the last "could not close" line said: a --watch sweeps at every change, and repeats it only
     // when it says something new (another cause, other requests left)
     let couldNotCloseSaid = "";
-    // What a dead gateway left pending, or what is overdue, is closed before anything is listed or decided.
-    const sweep = () => {
+    // What a dead gateway left pending, or what is overdue, is closed before anything is listed or
+    // decided. Returns the could-not-close line while it stands (a --watch says it again after
+    // clearing a terminal, and tries again at its next tick when another process held the lock),
+    // else null.
+    const sweep = (): Unclosed | null => {
       let refused = readWithoutWriting(db);
       if (!refused) {
         try {
-          expireAbandoned(db, stateDir, `'portcullis ${name}' (pid ${process.pid})`);
-          return;
+          const closed = expireAbandoned(db, stateDir, `'portcullis ${name}' (pid ${process.pid})`);
+          // what a --watch said it could not close is closed now: said, as its warning was
+          if (couldNotCloseSaid !== "" && closed.length > 0)
+            process.stderr.write(`${closedAfterAllLine(name, closed)}\n`);
+          couldNotCloseSaid = "";
+          return null;
         } catch (e) {
           refused = writeRefused(e) ?? undefined;
           // Best effort: the list is still right about what is pending; the next reader closes them.
@@ -276,15 +284,17 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
             const line = couldNotCloseLine(name, e, db);
             if (line !== couldNotCloseSaid) process.stderr.write(`${line}\n`);
             couldNotCloseSaid = line;
-            return;
+            const cause = storeFailure(e)?.reason;
+            return { line, lockHeld: cause === "locked" || cause === "busy" };
           }
         }
       }
       // a full disk, a file size limit: said once (a --watch sweeps at every change), with what
       // is left pending
-      if (notClosedSaid) return;
+      if (notClosedSaid) return null;
       notClosedSaid = true;
       process.stderr.write(`${readWithoutWritingLine(name, refused, notClosed(db))}\n`);
+      return null;
     };
     if (name === "grants") sayReadWithoutWriting(db, "grants");
     if (name !== "grants" && name !== "revoke") sweep();
@@ -368,6 +378,17 @@ function couldNotCloseLine(name: string, e: unknown, db: Store): string {
     // the store cannot be read either: the cause above says why
   }
   return safeText(`portcullis ${name}: could not close abandoned approval requests: ${why}${left}${fix}.`);
+}
+
+/**
+ * The requests a --watch said it could not close, closed at a later tick (the lock let go): the
+ * warning above no longer holds, and a log of stderr says so rather than leaving it standing.
+ */
+function closedAfterAllLine(name: string, closed: string[]): string {
+  const shown = closed.slice(0, 5).join(", ");
+  const more = closed.length > 5 ? `, and ${closed.length - 5} more` : "";
+  const one = closed.length === 1;
+  return `portcullis ${name}: the store could be written again: closed ${closed.length} abandoned approval request${one ? "" : "s"}: ${shown}${more}`;
 }
 
 function notClosed(db: Store): string {

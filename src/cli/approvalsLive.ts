@@ -21,6 +21,15 @@ import { drawnOrUnreadable, requestJson, unreadableReview } from "./unreadableRe
 /** How often the store's stamp is read while watching (the rows only when it changed). */
 const WATCH_POLL_MS = 500;
 
+/**
+ * What a sweep could not close (approvals.ts): the line it said on stderr, and whether another
+ * process held the store's write lock (locked or busy), which it may let go at any time.
+ */
+export interface Unclosed {
+  line: string;
+  lockHeld: boolean;
+}
+
 /** The request `approve --next` / `deny --next` decides, and why it was picked, in words. */
 export interface NextPick {
   req: PendingRequest;
@@ -141,7 +150,7 @@ export async function watchRequests(
   json: boolean,
   verbose: boolean,
   /** closes what is overdue or abandoned (src/approval/abandoned.ts) before each read */
-  sweep: () => void = () => {},
+  sweep: () => Unclosed | null = () => null,
 ): Promise<number> {
   let stop: () => void = () => {};
   const stopped = new Promise<void>((resolve) => {
@@ -154,16 +163,25 @@ export async function watchRequests(
   let lastDraw: string | null = null;
   // the stamp of the last read (pendingStamp.ts): the rows are read again only once it differs
   let lastStamp: string | null = null;
+  // what the last sweep could not close, while it stands: said again after a terminal's redraw;
+  // and when another process held the lock, the sweep is tried again at each tick, since a lock
+  // let go writes nothing and leaves the stamp as it was (the requests stayed listed as pending
+  // until something else changed). Any other failure is tried again at the next change, as before.
+  let unclosed: Unclosed | null = null;
   try {
     for (;;) {
       // one stat of each file per read: the list and the sweep are of the store the others use
       StoreFiles.of(db).assertKept();
-      if (pendingStamp(db) !== lastStamp) {
-        sweep();
+      const changed = pendingStamp(db) !== lastStamp;
+      if (changed || unclosed?.lockHeld) {
+        unclosed = sweep();
         // taken after the sweep (its own writes counted), before the read: whatever is committed
         // while reading makes the next stamp differ
-        lastStamp = pendingStamp(db);
-        readAndShow();
+        const stamp = pendingStamp(db);
+        if (changed || stamp !== lastStamp) {
+          lastStamp = stamp;
+          readAndShow();
+        }
       }
       const wake = await Promise.race([
         stopped.then(() => "stop" as const),
@@ -207,6 +225,8 @@ export async function watchRequests(
       if (key !== lastDraw) {
         lastDraw = key;
         process.stdout.write(`${process.stdout.isTTY ? "\u001b[2J\u001b[H" : ""}${frame}\n`);
+        // the screen cleared for the frame took the could-not-close line said before it with it
+        if (process.stdout.isTTY && unclosed !== null) process.stderr.write(`${unclosed.line}\n`);
       }
     }
     known = ids;

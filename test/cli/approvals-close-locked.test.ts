@@ -13,12 +13,10 @@
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { httpLogin, raw, startConsoleProcess } from "../console/helpers.js";
-import { storedPending } from "../helpers/approvals.js";
-import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { abandonedRequest } from "../helpers/abandonedRequest.js";
+import { removeDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { holdStoreLock } from "../helpers/lock.js";
-import { FIXTURES, NODE } from "../helpers/paths.js";
-import { rawGateway } from "../helpers/raw.js";
 import { newStateDir } from "../helpers/state.js";
 
 const cleanup: (() => Promise<void> | void)[] = [];
@@ -26,32 +24,10 @@ afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
 
-const TOOLS = '[{"name":"say","inputSchema":{"type":"object"}}]';
-
-/** A gateway that asked for approval of a call, SIGKILLed while the request was pending: its id. */
-async function abandonedRequest(stateDir: string): Promise<string> {
-  const gw = rawGateway({
-    args: ["--label", "held", "--approval", "per-call", "--", NODE, FIXTURES.rawlines],
-    env: { FIXTURE_RAW_LOG: join(tempDir(), "raw.log"), FIXTURE_RAW_TOOLS: TOOLS },
-    stateDir,
-  });
-  cleanup.push(() => gw.close());
-  await gw.initialize();
-  expect((await gw.request("tools/list")).result).toMatchObject({ tools: [{ name: "say" }] });
-  gw.send({ jsonrpc: "2.0", id: "held", method: "tools/call", params: { name: "say", arguments: {} } });
-  const [request] = await waitFor(() => {
-    const p = storedPending(stateDir);
-    return p.length > 0 && p;
-  });
-  gw.kill("SIGKILL");
-  await gw.exited;
-  return request!.request;
-}
-
 it("the store's write lock held by another process: the request is listed, and one line says it was not closed, why and what to do", async () => {
   const stateDir = newStateDir();
   cleanup.push(() => removeDir(stateDir));
-  const request = await abandonedRequest(stateDir);
+  const request = await abandonedRequest(stateDir, cleanup);
   const lock = await holdStoreLock(stateDir);
   let held = true;
   cleanup.push(() => (held ? lock.release() : undefined));
@@ -98,7 +74,7 @@ it("the console, the lock held while it draws its Requests page: the page lists 
   cleanup.push(() => consoleProcess.stop());
   // logged in first (its home page closes what is abandoned then: nothing yet)
   const session = await httpLogin(consoleProcess.url);
-  const request = await abandonedRequest(stateDir);
+  const request = await abandonedRequest(stateDir, cleanup);
   const lock = await holdStoreLock(stateDir);
   let held = true;
   cleanup.push(() => (held ? lock.release() : undefined));

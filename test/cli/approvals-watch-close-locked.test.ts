@@ -1,0 +1,119 @@
+// `approvals --watch` closes what a dead gateway left pending before each read, best effort: while
+// another process holds the store's write lock past the busy timeout (a database browser with an
+// unsaved edit), the close fails, and the watch says so in one line (the store's sentence, the
+// request left pending, the fix: test/cli/approvals-close-locked.test.ts). Under --watch that
+// line is said once while nothing it says changes, not at every tick of the watch; and once the
+// lock is let go the watch closes the request by itself and says so (`{"change":"closed",
+// "state":"expired"}`), though nothing in the store changed to wake it. Real processes: a gateway
+// SIGKILLed with a request pending, a lock holder with its own SQLite connection, the watch.
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import { afterEach, expect, it } from "vitest";
+import { abandonedRequest } from "../helpers/abandonedRequest.js";
+import { removeDir, sleep, waitFor } from "../helpers/files.js";
+import { hostEnv } from "../helpers/gateway.js";
+import { holdStoreLock } from "../helpers/lock.js";
+import { CLI, NODE } from "../helpers/paths.js";
+import { newStateDir } from "../helpers/state.js";
+import { runAtTerminal } from "../helpers/terminal.js";
+
+const cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.splice(0).reverse()) await c();
+});
+
+const SAID = "could not close abandoned approval requests";
+
+function watch(stateDir: string) {
+  const child: ChildProcess = spawn(NODE, [CLI, "approvals", "--watch", "--json", "--state-dir", stateDir], {
+    // the watch's sweep waits for the lock this long before it gives up (10 s by default)
+    env: hostEnv({ PORTCULLIS_BUSY_TIMEOUT_MS: "300" }),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (c: Buffer) => {
+    out += c.toString();
+  });
+  child.stderr!.on("data", (c: Buffer) => {
+    err += c.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  cleanup.push(() => {
+    if (child.exitCode === null) child.kill("SIGKILL");
+  });
+  const lines = () =>
+    out
+      .split("\n")
+      .filter((l) => l.trim() !== "")
+      .map((l) => JSON.parse(l) as { change: string; request: unknown; state?: string });
+  return { child, lines, err: () => err, exited };
+}
+
+it("--watch: the could-not-close line said once while the lock holds; the lock let go, the request is closed and the watch says so", async () => {
+  const stateDir = newStateDir();
+  cleanup.push(() => removeDir(stateDir));
+  const request = await abandonedRequest(stateDir, cleanup);
+  const lock = await holdStoreLock(stateDir);
+  let held = true;
+  cleanup.push(() => (held ? lock.release() : undefined));
+
+  const w = watch(stateDir);
+  const pending = await waitFor(
+    () => w.lines().find((l) => l.change === "pending"),
+    20_000,
+    "the pending line",
+  );
+  expect((pending.request as { request: string }).request).toBe(request);
+  await waitFor(() => w.err().includes(SAID), 20_000, "the could-not-close line");
+  const db = join(stateDir, "portcullis.db");
+  expect(w.err()).toContain(
+    `portcullis approvals: ${SAID}: the store ${db} is locked by another process, and stayed locked while this one waited; 1 approval request that can no longer be decided`,
+  );
+  // several ticks of the watch (one every 500 ms, each trying the close again for 300 ms) with the
+  // lock still held and nothing else changing: the line is not said again
+  await sleep(4000);
+  expect(w.err().split(SAID)).toHaveLength(2);
+  expect(w.lines().filter((l) => l.change === "closed")).toEqual([]);
+
+  // the lock let go (no write of its own: nothing in the store changes to wake the watch)
+  await lock.release();
+  held = false;
+  const closed = await waitFor(
+    () => w.lines().find((l) => l.change === "closed"),
+    20_000,
+    "the closed line once the lock is let go",
+  );
+  expect(closed).toMatchObject({ change: "closed", request, state: "expired" });
+  // and on stderr, where the warning was said, that it no longer holds
+  await waitFor(() => w.err().includes("could be written again"), 20_000, "the closed-after-all line");
+  expect(w.err()).toContain(
+    `portcullis approvals: the store could be written again: closed 1 abandoned approval request: ${request}\n`,
+  );
+  expect(w.err().split(SAID)).toHaveLength(2);
+
+  w.child.kill("SIGINT");
+  expect(await w.exited).toBe(0);
+});
+
+it("--watch at a terminal: the could-not-close line is said after the screen is cleared for the list, not wiped by it", async () => {
+  const stateDir = newStateDir();
+  cleanup.push(() => removeDir(stateDir));
+  const request = await abandonedRequest(stateDir, cleanup);
+  const lock = await holdStoreLock(stateDir);
+  cleanup.push(() => lock.release());
+  // watched until the terminal's time is up (then killed): what the screen shows is after the last clear
+  const r = await runAtTerminal(["approvals", "--watch", "--state-dir", stateDir], [], {
+    env: { PORTCULLIS_BUSY_TIMEOUT_MS: "300" },
+    timeoutS: 4,
+  });
+  const clear = "\u001b[2J\u001b[H";
+  expect(r.output).toContain(clear);
+  const screen = r.output.slice(r.output.lastIndexOf(clear));
+  expect(screen).toContain(`approval request ${request}  pending`);
+  // was: said once before the first frame, whose clearing took it off the screen
+  expect(screen.split(SAID), r.output).toHaveLength(2);
+  expect(screen).toContain(
+    `${SAID}: the store ${join(stateDir, "portcullis.db")} is locked by another process`,
+  );
+});
