@@ -211,10 +211,11 @@ export async function unlockCommand(args: string[], ctx: { stateDir: string }): 
       try {
         secrets = openAllSecrets(db, dataKey);
         // HTTP delivery intercepts TLS with leaves of the local CA, whose key only the holder holds.
-        // None is made for secrets the portcullis.json found from here uses only as remote
-        // servers' headers (onlyForHeaders); one made before is handed over all the same.
+        // None is made for secrets what is found from here (the portcullis.json, the host entries'
+        // --header-secret) uses only as remote servers' headers (onlyForHeaders); one made
+        // before is handed over all the same.
         if ([...secrets.values()].some((s) => s.deliver === "http")) {
-          const headerOnly = onlyForHeaders();
+          const headerOnly = onlyForHeaders(ctx.stateDir);
           const forEgress = [...secrets].some(([name, s]) => s.deliver === "http" && !headerOnly(name));
           if (forEgress) await ensureEgressCa(ctx.stateDir, dataKey);
           const opened = openEgressCa(ctx.stateDir, dataKey);
@@ -657,7 +658,7 @@ async function storeAndHand(
   const { rotated } = putSecret(db, dataKey, name, policy, value);
   let egressCa: { cert: string; key: string } | undefined;
   if (policy.deliver === "http") {
-    if (!onlyForHeaders()(name) && (await ensureEgressCa(stateDir, dataKey)))
+    if (!onlyForHeaders(stateDir)(name) && (await ensureEgressCa(stateDir, dataKey)))
       process.stdout.write(
         // the state directory's name may hold a control character (init names it escaped too)
         `created the local CA servers will trust for HTTP delivery: ${safeText(caCertPathOf(stateDir))}\n`,
@@ -905,18 +906,29 @@ function hostUse(u: HostHeaderSecretUse, policy: SecretPolicy, stateDir: string)
 }
 
 /**
- * Whether the portcullis.json found from here uses a secret, and only as a remote server's
- * header: the holder puts a header's value in itself, no egress proxy intercepts TLS for it, so
- * storing it is no reason for a local CA servers are told to trust. Any other case (no such
- * file, a file that does not load, a launched server's credential, a secret it does not name)
- * keeps the CA made here: a launched server's HTTP credential needs it before its first
+ * Whether what is found from here uses a secret, and only as a remote server's header: the
+ * portcullis.json's `headers`, and the host entries' `run --url … --header-secret` of this state
+ * directory (hostHeaderSecretUses, as vault list reads them). The gateway puts a header's value
+ * in the request itself, no egress proxy intercepts TLS for it, so storing it is no reason for a
+ * local CA servers are told to trust. Any other case (no use found, a portcullis.json that does
+ * not load, host files that cannot be read, a launched server's credential, a secret neither
+ * names) keeps the CA made here: a launched server's HTTP credential needs it before its first
  * request, and a gateway without it tunnels HTTPS to declared hosts unread.
  */
-function onlyForHeaders(): (name: string) => boolean {
-  const { uses } = configuredUses(); // the file read once, whatever the number of secrets asked of
+function onlyForHeaders(stateDir: string): (name: string) => boolean {
+  // the files read once, whatever the number of secrets asked of
+  const { uses, configProblem } = configuredUses();
+  // a portcullis.json that does not load may use any secret for a launched server: no judging
+  if (configProblem !== undefined) return () => false;
+  let hostUses: HostHeaderSecretUse[] = [];
+  try {
+    hostUses = hostHeaderSecretUses(process.cwd(), stateDir);
+  } catch {
+    // not read: the host entries count for nothing, and the CA is made as before
+  }
   return (name) => {
     const list = uses.get(name) ?? [];
-    return list.length > 0 && list.every((u) => "header" in u);
+    return (list.length > 0 || hostUses.some((u) => u.secret === name)) && list.every((u) => "header" in u);
   };
 }
 
