@@ -174,7 +174,7 @@ export async function watchRequests(
       StoreFiles.of(db).assertKept();
       const changed = pendingStamp(db) !== lastStamp;
       if (changed || unclosed?.lockHeld) {
-        unclosed = sweep();
+        unclosed = changed ? sweep() : withoutWaiting(db, sweep);
         // taken after the sweep (its own writes counted), before the read: whatever is committed
         // while reading makes the next stamp differ
         const stamp = pendingStamp(db);
@@ -230,6 +230,21 @@ export async function watchRequests(
       }
     }
     known = ids;
+  }
+}
+
+/**
+ * `sweep` tried again while nothing changed, the lock not waited for (busy timeout 0, put back
+ * after): a lock still held fails it at once, and the watch stays at its ticks and its Ctrl-C
+ * rather than in a wait of the busy timeout (10 s by default) at every one of them.
+ */
+function withoutWaiting<T>(db: Store, sweep: () => T): T {
+  const timeout = Number(db.pragma("busy_timeout", { simple: true }));
+  db.pragma("busy_timeout = 0");
+  try {
+    return sweep();
+  } finally {
+    db.pragma(`busy_timeout = ${timeout}`);
   }
 }
 
