@@ -55,8 +55,8 @@ carries; killed before the vault's reseal, the next unlock or vault set reseals 
 
 What it does not do: a copy of the old keyring.json with the old passphrase still opens the
 records written before the rotation, and the secrets as they were then; it opens nothing written
-or sealed after. A gateway started before the rotation seals its records to the old audit key
-until it is restarted.
+or sealed after. A gateway started before the rotation goes on sealing to the old audit key
+until it sees keyring.json rewritten (it looks at most once a second, at its next record).
 
 ${PASSPHRASE_HELP}
 The new passphrase is read from the terminal (typed twice); for tests and CI,
@@ -161,7 +161,7 @@ async function rotate(args: string[], ctx: { stateDir: string }): Promise<number
         `Audit key ${rotated.from.auditKeyId} -> ${rotated.to.auditKeyId}; the old one stays in the keyring, so every old record still reads\n` +
         `${grantsBefore} grant(s) signed with the old key are no longer honoured: the agent asks again\n` +
         `${resealed.secrets} vault secret(s)${resealed.egressCa ? " and the egress CA key" : ""} resealed under the new data key\n` +
-        "Passkeys must be added again; gateways started before now seal their records to the old audit key until restarted.\n",
+        "Passkeys must be added again; running gateways seal to the new audit key from their next record a second or more from now.\n",
     );
     return EXIT_OK;
   } finally {
