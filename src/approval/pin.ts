@@ -54,11 +54,32 @@ export class RotatedAwayError extends ApproverKeyMismatchError {
   }
 }
 
+/**
+ * The keyring's approver key is the new key of a rotation the chain does not hold yet (its command
+ * was killed before its record), and recording it now failed (the store's lock held by another
+ * process, a read-only store): not a keyring replaced or edited. A kind of mismatch: nothing
+ * signed with the key is honoured until the record is written.
+ */
+export class RotationUnrecordedError extends ApproverKeyMismatchError {
+  override name = "RotationUnrecordedError";
+  constructor(keyringKeyId: string, why: string) {
+    super(keyringKeyId);
+    this.message =
+      `the keyring's approver key ${keyringKeyId} is the new key of a rotation not yet recorded in the audit chain, and it could not be recorded now (${why}); ` +
+      "no decision signed with it is honoured until it is: run the command again once the store can be written";
+  }
+}
+
 /** The mismatch error for `status` (an "other" pin status). */
 export function mismatchError(keyId: string, status: PinStatus): ApproverKeyMismatchError {
   return status.state === "other" && status.rotatedAway
     ? new RotatedAwayError(keyId, status.rotatedAway.replacedAt)
     : new ApproverKeyMismatchError(keyId);
+}
+
+/** The mismatch error, saying so when it is a late rotation record that could not be written. */
+function lateMismatch(keyId: string, status: PinStatus, unrecorded: Error | null): ApproverKeyMismatchError {
+  return unrecorded ? new RotationUnrecordedError(keyId, unrecorded.message) : mismatchError(keyId, status);
 }
 
 /**
@@ -235,11 +256,11 @@ export function ensurePinned(
   notice: (line: string) => void = () => {},
 ): void {
   // a rotation whose command was killed before its record: recorded now, before the key is checked
-  recordLateRotation(db, stateDir, notice);
+  const unrecorded = recordLateRotation(db, stateDir, notice);
   const keyring = loadPublicKeyring(stateDir);
   if (!keyring) throw new Error("the keyring disappeared");
   const status = new PinTracker(db).status(signer.publicKeyRaw, keyring.publicKey, earlierOf(keyring));
-  if (status.state === "other") throw mismatchError(signer.keyId, status);
+  if (status.state === "other") throw lateMismatch(signer.keyId, status, unrecorded);
   if (status.state === "none") {
     const refused = pinRefusal(db, keyring.keyId);
     if (refused) throw new PinRefusedError(signer.keyId, refused);
@@ -275,7 +296,7 @@ export async function checkApproverKey(
     await pinnedSigner(db, stateDir, passphrase, (line) => notice(`keyring upgraded: ${line}`));
     return;
   }
-  recordLateRotation(db, stateDir, notice);
+  const unrecorded = recordLateRotation(db, stateDir, notice);
   const keyring = loadPublicKeyring(stateDir);
   if (!keyring) return;
   const status = new PinTracker(db).status(
@@ -283,7 +304,7 @@ export async function checkApproverKey(
     keyring.publicKey,
     earlierOf(keyring),
   );
-  if (status.state === "other") throw mismatchError(unlocked.signer.keyId, status);
+  if (status.state === "other") throw lateMismatch(unlocked.signer.keyId, status, unrecorded);
   // a passphrase change its command left unrecorded is recorded now, late
   await recordLateChange(db, stateDir, unlocked.auditPrivateKey, notice);
 }

@@ -84,25 +84,29 @@ export function appendRotation(db: Store, stateDir: string, pending: PendingRota
 /**
  * A rotation whose command was killed after writing the new keyring and before its record: the
  * record the keyring carries is appended now (by a command that took the passphrase, so the
- * keyring is the one the human holds). Nothing when it is in the chain already.
+ * keyring is the one the human holds). Nothing when it is in the chain already. The error when
+ * it could not be written (the caller says so with its refusal), else null.
  */
-export function recordLateRotation(db: Store, stateDir: string, notice: (line: string) => void): void {
+export function recordLateRotation(
+  db: Store,
+  stateDir: string,
+  notice: (line: string) => void,
+): Error | null {
   const keyring = loadPublicKeyring(stateDir);
   const pending = keyring?.pendingRotation;
-  if (!keyring?.approver || !pending) return;
-  if (pending.event.approverPublicKey !== keyring.approver.publicKeyRaw.toString("base64url")) return;
+  if (!keyring?.approver || !pending) return null;
+  if (pending.event.approverPublicKey !== keyring.approver.publicKeyRaw.toString("base64url")) return null;
   let seq: number | null;
   try {
     seq = appendRotation(db, stateDir, pending);
   } catch (e) {
-    // the command goes on; the keyring's key is then not the chain's, and it is refused as such
-    notice(
-      `warning: the key rotation its command left unrecorded could not be recorded now: ${(e as Error).message}`,
-    );
-    return;
+    // the command goes on; the keyring's key is then not the chain's, and the caller refuses it
+    // saying why (pin.ts RotationUnrecordedError), not as a keyring replaced or edited
+    return e as Error;
   }
   if (seq !== null)
     notice(
       `the key rotation its command left unrecorded is recorded now (audit record ${seq}): approver key ${keyring.approver.keyId} is honoured from now on`,
     );
+  return null;
 }
