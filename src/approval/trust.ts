@@ -44,6 +44,11 @@ export class DecisionVerifier {
   private readonly passkeys: PasskeyChain;
   /** the audit public key, once trusted() succeeded (for authorityHolds) */
   private audit: KeyObject | null = null;
+  private readonly rowsAfter: (seq: number) => [number, number | null];
+  /** the chain's seqs looked at for a gap: up to this one, all present */
+  private contiguousTo = 0;
+  /** why the chain cannot be trusted, once a record was found missing (it stays so for this process) */
+  private holed: string | null = null;
 
   constructor(
     db: Store,
@@ -53,6 +58,29 @@ export class DecisionVerifier {
   ) {
     this.pins = new PinTracker(db);
     this.passkeys = new PasskeyChain(db);
+    const rows = db.prepare("SELECT count(*), max(seq) FROM audit_records WHERE seq > ?").raw();
+    this.rowsAfter = (seq) => rows.get(seq) as [number, number | null];
+  }
+
+  /**
+   * Why the chain has a record missing, or null. A chain's records are seq 1, 2, 3 … with no gap
+   * (its triggers see to it); a gap is a record deleted with the trigger dropped, which is how a
+   * same-user writer would take a rotation record out so that a keyring.json put back to the copy
+   * made before it is honoured again (the records after it, sealed to the new audit key, cannot be
+   * renumbered: their headers are sealed). `audit verify` says which; a gateway honours nothing.
+   * Looked at from where the last look ended (the first look counts the whole chain once).
+   */
+  private missingRecord(): string | null {
+    if (this.holed) return this.holed;
+    const [count, max] = this.rowsAfter(this.contiguousTo);
+    if (max === null) return null;
+    if (count !== max - this.contiguousTo) {
+      this.holed =
+        "the audit chain has a record missing (deleted: 'portcullis audit verify' names it), so the key rotations it records cannot be trusted";
+      return this.holed;
+    }
+    this.contiguousTo = max;
+    return null;
   }
 
   /**
@@ -69,6 +97,8 @@ export class DecisionVerifier {
       return { ok: false, why: `the keyring cannot be read (${(e as Error).message})` };
     }
     if (!keyring) return { ok: false, why: "there is no keyring" };
+    const missing = this.missingRecord();
+    if (missing) return { ok: false, why: missing, mismatch: true };
     const approver = keyring.approver;
     if (!approver) {
       return this.pinned
