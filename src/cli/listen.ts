@@ -100,8 +100,11 @@ export async function serveListen(
       `the audit chain pins other approver keys after the first, by no rotation signed with the key current then (records ${seqs.join(", ")}): ignored`,
     ),
   );
-  const trust = verifier.trusted();
-  if (!trust.ok && trust.mismatch) log.warn(`no grant will be honoured: ${trust.why}`);
+  // the chain's first look for a missing record is made in steps once serving (trust.ts)
+  const trust = verifier.trusted(false);
+  const refusedAll = (why: string) => log.warn(`no grant will be honoured: ${why}`);
+  if (!trust.ok && trust.mismatch) refusedAll(trust.why);
+  else verifier.lookForMissingRecord(refusedAll);
 
   const front = new HttpFront({
     address: settings.address,

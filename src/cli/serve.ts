@@ -300,12 +300,15 @@ export async function serve(
       `the audit chain pins other approver keys after the first, by no rotation signed with the key current then (records ${seqs.join(", ")}): ignored`,
     ),
   );
-  const trust = verifier.trusted();
-  if (!trust.ok && trust.mismatch) {
+  // the chain's first look for a missing record is made in steps once serving (trust.ts)
+  const trust = verifier.trusted(false);
+  const refusedAll = (why: string) => {
     // On stderr and in `portcullis status`: every grant and decision will be refused.
-    log.warn(`no grant will be honoured: ${trust.why}`);
-    registry.statusLine(`approvals refused: ${trust.why}`);
-  }
+    log.warn(`no grant will be honoured: ${why}`);
+    registry.statusLine(`approvals refused: ${why}`);
+  };
+  if (!trust.ok && trust.mismatch) refusedAll(trust.why);
+  else verifier.lookForMissingRecord(refusedAll);
   // what the server process was started without (trackEpochs keeps it; the vault check reads it)
   const spawned: SpawnedCredentials = { withheld: [] };
   const runSettings = {

@@ -209,7 +209,8 @@ describe("a same-user writer against a rotation", () => {
     // a gateway started after it: the chain now ends at the old key, and keyring.json holds it;
     // the gap is what gives the deletion away
     const gw = await gatewayOf(stateDir, project);
-    expect(gw.stderr()).toMatch(new RegExp(`no grant will be honoured: ${MISSING.source}`));
+    // (its first look for a missing record is made in steps once it serves)
+    await gw.waitForStderr(new RegExp(`no grant will be honoured: ${MISSING.source}`), 10_000);
     held(gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e));
     const r1 = await nextStoredRequest(stateDir, seen);
     const at = gw.stderr().length;
