@@ -523,12 +523,13 @@ export function nextExpiry(db: Store, agentRun: string, serverLabel: string): nu
 
 /**
  * A human's decision. `reviewed`: the digest (reviewDigest) of the review the human was shown;
- * when given, a request whose stored review is no longer that one is not decided (it changed
- * between showing and deciding: show it again).
+ * when given, a request whose stored review is no longer that one is not approved (it changed
+ * between showing and deciding: show it again). A denial that gives it is made even when the
+ * request's row no longer asks what that review shows (deniedAsShown).
  */
 export type Decision =
   | { approve: true; for: "session" | "call"; reviewed?: string }
-  | { approve: false; reason?: string };
+  | { approve: false; reason?: string; reviewed?: string };
 
 export class DecisionError extends Error {
   override name = "DecisionError";
@@ -563,6 +564,12 @@ export interface DecisionResult {
    * an approval is then bound to an epoch that ended, and covers nothing. null otherwise.
    */
   epochMovedOn: string | null;
+  /**
+   * A denial made over a row that no longer asks what its review shows (deniedAsShown): the first
+   * column that says otherwise ("tool", "execution epoch"…), for the decider to say so. Absent
+   * otherwise.
+   */
+  rowChanged?: string;
 }
 
 /**
@@ -620,7 +627,7 @@ export function decidableRequest(db: Store, id: string, decision: Decision): App
     );
   }
   const differs = differsFromReview(req);
-  if (differs) {
+  if (differs && !deniedAsShown(req, decision)) {
     throw new DecisionError(
       `approval request ${id} does not ask what its review shows (its ${differs} was changed in the store since the gateway wrote it): nothing was decided`,
       "not-pending",
@@ -635,6 +642,22 @@ export function decidableRequest(db: Store, id: string, decision: Decision): App
     if (hidden.length > 0) throw new DecisionError(partlyHiddenReason(hidden, id), "not-allowed");
   }
   return req;
+}
+
+/**
+ * Whether `decision` is a denial of the very review the human was shown (its digest is the stored
+ * review's): made even when the row's columns were rewritten. A denial only takes authority away,
+ * and a human's "no" is not refused because something tampered with the row. It is signed over
+ * the row as it reads now, which is what the gateway waiting on the request verifies
+ * (DecisionVerifier.verifyDenial, over denialStatement of the row it reads): its call is refused
+ * `approval_denied` rather than left waiting out its hold. Such a signature grants nothing (it
+ * says "deny"), and it ends only the request it names. Without `reviewed` (a decider that showed
+ * no review: the console's denial of a request drawn as unreadable) the row is refused as before.
+ */
+function deniedAsShown(req: ApprovalRequest, decision: Decision): boolean {
+  return (
+    !decision.approve && decision.reviewed !== undefined && decision.reviewed === reviewDigest(req.review)
+  );
 }
 
 /**
@@ -760,6 +783,9 @@ export function decideRequest(
         const req = decidableRequest(db, id, decision);
         sameReviewAsShown(req, decision);
         const result = recordDecision(db, req, decision, by, proof);
+        // a denial decidableRequest let through over a rewritten row: the decider says so
+        const rowChanged = decision.approve ? null : differsFromReview(req);
+        if (rowChanged) result.rowChanged = rowChanged;
         // Last in the transaction (nested: a savepoint of it), so that nothing after it can roll
         // back the decision and leave this log's idea of the chain's head ahead of the store.
         audit.append(decisionEvent(result.request, result.grant));

@@ -608,7 +608,7 @@ async function decideNext(
     return EXIT_OK;
   }
   if (decided.choice === "deny")
-    return deny(db, stateDir, req.request, decided.reason, verbose, json, picked.why);
+    return deny(db, stateDir, req.request, decided.reason, verbose, json, { why: picked.why, shown: req });
   return approve(db, stateDir, req.request, decided.choice, verbose, json, req, picked.why);
 }
 
@@ -783,24 +783,41 @@ async function deny(
   reason: string | undefined,
   verbose: boolean,
   json: boolean,
-  /** set by `--next`, which showed the review already: why it picked this request */
-  picked?: string,
+  /** set by `--next`, which showed the review already: why it picked this request, and that review */
+  picked?: { why: string; shown: ApprovalRequest },
 ): Promise<number> {
   const req = pendingOrFail(db, "denial", id);
   if (picked === undefined)
     showHuman(`${review(listed(db, req), verbose, true)}\n\n`, typedPassphrase(), json);
   const { by, signer } = await verifyHuman(db, stateDir, "deny", `deny ${subjectOf(req)} (${id})`);
-  const denial: Decision = reason === undefined ? { approve: false } : { approve: false, reason };
-  decideRequest(db, id, denial, by, signer, stateDir);
+  // the review the human was shown: a denial of it is made even over a row rewritten since the
+  // gateway wrote it (requests.ts, deniedAsShown)
+  const reviewed = reviewDigest((picked?.shown ?? req).review);
+  const denial: Decision =
+    reason === undefined ? { approve: false, reviewed } : { approve: false, reason, reviewed };
+  const decided = decideRequest(db, id, denial, by, signer, stateDir);
+  if (decided.rowChanged)
+    process.stderr.write(`portcullis deny: ${deniedOverRewrittenRow(id, decided.rowChanged)}\n`);
   if (json)
     writeResult({
       ...about(req),
       decision: "denied",
       reason: reason ?? null,
-      ...(picked !== undefined ? { picked } : {}),
+      ...(decided.rowChanged ? { rowChanged: decided.rowChanged } : {}),
+      ...(picked !== undefined ? { picked: picked.why } : {}),
     });
   else process.stdout.write(`denied ${id}\n`);
   return EXIT_OK;
+}
+
+/**
+ * What `deny` says of a denial made over a row rewritten in the store since its gateway wrote it
+ * (requests.ts, deniedAsShown): made all the same, and what that does to the call.
+ */
+function deniedOverRewrittenRow(id: string, column: string): string {
+  return safeText(
+    `approval request ${id} does not ask what its review shows (its ${column} was changed in the store since the gateway wrote it); it is denied all the same, since a denial only takes authority away. The denial is signed over the row as it reads now, which is what the gateway verifies: the call waiting on it is refused (approval_denied), and nothing was granted.`,
+  );
 }
 
 async function revoke(db: Store, stateDir: string, grant: string, json: boolean): Promise<number> {

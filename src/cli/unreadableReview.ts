@@ -3,7 +3,8 @@
  * review in the store (`{}`, `null`, text that is no JSON, a tool name that is no string), and
  * the review is what the human decides on: such a request is listed as unreadable, with one line
  * saying so, never decided (`approve`/`deny` refuse it, and decidableRequest refuses any decision
- * of a request that no longer matches its review), and it expires. Without this, one such row
+ * of a request that no longer matches its review, but a denial of the review the human was shown),
+ * and it expires. Without this, one such row
  * made `portcullis approvals` stop with an internal error, hiding every other request. The
  * console says it the same way (src/console/card.ts, reviewCardOrNotice).
  */
