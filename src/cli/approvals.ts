@@ -297,7 +297,9 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
       return null;
     };
     if (name === "grants") sayReadWithoutWriting(db, "grants");
-    if (name !== "grants" && name !== "revoke") sweep();
+    // (a --watch sweeps at its first tick, before its first read: swept here too, it waited out
+    // the busy timeout twice under another process's lock before it showed anything)
+    if (name !== "grants" && name !== "revoke" && !(name === "approvals" && v.watch)) sweep();
     switch (name) {
       case "approvals":
         return v.watch

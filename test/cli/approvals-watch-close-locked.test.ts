@@ -24,10 +24,10 @@ afterEach(async () => {
 
 const SAID = "could not close abandoned approval requests";
 
-function watch(stateDir: string) {
+function watch(stateDir: string, busyTimeoutMs = 300) {
   const child: ChildProcess = spawn(NODE, [CLI, "approvals", "--watch", "--json", "--state-dir", stateDir], {
     // the watch's sweep waits for the lock this long before it gives up (10 s by default)
-    env: hostEnv({ PORTCULLIS_BUSY_TIMEOUT_MS: "300" }),
+    env: hostEnv({ PORTCULLIS_BUSY_TIMEOUT_MS: String(busyTimeoutMs) }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
@@ -39,6 +39,8 @@ function watch(stateDir: string) {
     err += c.toString();
   });
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  // its pipes read to their end too (the exit can come before the last of its output is read)
+  const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
   cleanup.push(() => {
     if (child.exitCode === null) child.kill("SIGKILL");
   });
@@ -47,7 +49,7 @@ function watch(stateDir: string) {
       .split("\n")
       .filter((l) => l.trim() !== "")
       .map((l) => JSON.parse(l) as { change: string; request: unknown; state?: string });
-  return { child, lines, err: () => err, exited };
+  return { child, lines, err: () => err, exited, closed };
 }
 
 it("--watch: the could-not-close line said once while the lock holds; the lock let go, the request is closed and the watch says so", async () => {
@@ -116,4 +118,39 @@ it("--watch at a terminal: the could-not-close line is said after the screen is 
   expect(screen).toContain(
     `${SAID}: the store ${join(stateDir, "portcullis.db")} is locked by another process`,
   );
+});
+
+it("--watch started under a held lock: the close is tried once before the first list, which shows the request pending while the lock is still held", async () => {
+  const stateDir = newStateDir();
+  cleanup.push(() => removeDir(stateDir));
+  const request = await abandonedRequest(stateDir, cleanup);
+  const lock = await holdStoreLock(stateDir);
+  let held = true;
+  cleanup.push(() => (held ? lock.release() : undefined));
+
+  // A busy timeout long beside the few milliseconds this test takes to let the lock go once the
+  // watch said it could not close. The watch swept once before its loop and again at its first
+  // tick: the lock let go during that second wait, the second sweep closed the request, and the
+  // first thing the watch showed was a list without it (no "pending" line at all), after two
+  // busy timeouts. Swept once, the list is read right after the could-not-close line, the lock
+  // still held: the request is shown pending, then closed at a later tick.
+  const w = watch(stateDir, 3000);
+  await waitFor(() => w.err().includes(SAID), 20_000, "the could-not-close line");
+  await lock.release();
+  held = false;
+  // said by both (the close done at last), before the list that follows it: the watch is then
+  // ended and what it printed read whole
+  await waitFor(() => w.err().includes("could be written again"), 20_000, "the closed-after-all line");
+  w.child.kill("SIGINT");
+  expect(await w.exited).toBe(0);
+  await w.closed;
+  const changes = w
+    .lines()
+    .map((l) => [l.change, l.change === "pending" ? (l.request as { request: string }).request : l.request]);
+  expect(changes).toEqual([
+    ["pending", request],
+    ["closed", request],
+  ]);
+  expect(w.lines().find((l) => l.change === "closed")).toMatchObject({ state: "expired" });
+  expect(w.err().split(SAID)).toHaveLength(2);
 });
