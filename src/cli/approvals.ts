@@ -263,34 +263,53 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
     // the last "could not close" line said: a --watch sweeps at every change, and repeats it only
     // when it says something new (another cause, other requests left)
     let couldNotCloseSaid = "";
+    // the line said when a write of the closing was refused (a full disk, a file size limit, a
+    // read-only file): said once while it holds; a --watch tries again at each tick
+    let writeRefusedSaid = "";
     // What a dead gateway left pending, or what is overdue, is closed before anything is listed or
     // decided. Returns the could-not-close line while it stands (a --watch says it again after
-    // clearing a terminal, and tries again at its next tick when another process held the lock),
-    // else null.
-    const sweep = (): Unclosed | null => {
-      let refused = readWithoutWriting(db);
+    // clearing a terminal, and tries again at its next tick when another process held the lock or
+    // the write was refused), else null. `again`: what the try before this one (a --watch's, at a
+    // tick where nothing changed) could not close.
+    const sweep = (again?: Unclosed): Unclosed | null => {
+      const refused = readWithoutWriting(db);
       if (!refused) {
         try {
           const closed = expireAbandoned(db, stateDir, `'portcullis ${name}' (pid ${process.pid})`);
           // what a --watch said it could not close is closed now: said, as its warning was
-          if (couldNotCloseSaid !== "" && closed.length > 0)
+          if ((couldNotCloseSaid !== "" || writeRefusedSaid !== "") && closed.length > 0)
             process.stderr.write(`${closedAfterAllLine(name, closed)}\n`);
           couldNotCloseSaid = "";
+          writeRefusedSaid = "";
           return null;
         } catch (e) {
-          refused = writeRefused(e) ?? undefined;
+          const cause = storeFailure(e)?.reason;
+          const lockHeld = cause === "locked" || cause === "busy";
+          // a full disk tried again without waiting for the lock, which another writer held for a
+          // moment: the disk is what stands in the way still, as said; nothing new to say
+          if (again && writeRefusedSaid !== "" && lockHeld) return again;
+          const writeFailed = writeRefused(e);
           // Best effort: the list is still right about what is pending; the next reader closes them.
-          if (!refused) {
+          if (!writeFailed) {
             const line = couldNotCloseLine(name, e, db);
             if (line !== couldNotCloseSaid) process.stderr.write(`${line}\n`);
             couldNotCloseSaid = line;
-            const cause = storeFailure(e)?.reason;
-            return { line, lockHeld: cause === "locked" || cause === "busy" };
+            writeRefusedSaid = "";
+            return { line, retry: lockHeld };
           }
+          // the file system refused the write, which may take it once there is room again: said
+          // once while it says the same (a --watch tries again at each tick), with what is left
+          // pending
+          const line = readWithoutWritingLine(name, writeFailed, notClosed(db));
+          if (line !== writeRefusedSaid) process.stderr.write(`${line}\n`);
+          writeRefusedSaid = line;
+          couldNotCloseSaid = "";
+          return { line, retry: true };
         }
       }
-      // a full disk, a file size limit: said once (a --watch sweeps at every change), with what
-      // is left pending
+      // a store opened only to read (a full disk, a file size limit as it was opened): said once
+      // (a --watch sweeps at every change), with what is left pending; this connection cannot
+      // write, so nothing is tried again
       if (notClosedSaid) return null;
       notClosedSaid = true;
       process.stderr.write(`${readWithoutWritingLine(name, refused, notClosed(db))}\n`);

@@ -22,12 +22,14 @@ import { drawnOrUnreadable, requestJson, unreadableReview } from "./unreadableRe
 const WATCH_POLL_MS = 500;
 
 /**
- * What a sweep could not close (approvals.ts): the line it said on stderr, and whether another
- * process held the store's write lock (locked or busy), which it may let go at any time.
+ * What a sweep could not close (approvals.ts): the line it said on stderr, and whether it is tried
+ * again at each tick (`retry`): another process held the store's write lock (locked or busy),
+ * which it may let go at any time, or the file system refused the write (a full disk), which may
+ * have room again at any time. Neither end writes anything, so the store's stamp does not move.
  */
 export interface Unclosed {
   line: string;
-  lockHeld: boolean;
+  retry: boolean;
 }
 
 /** The request `approve --next` / `deny --next` decides, and why it was picked, in words. */
@@ -150,7 +152,7 @@ export async function watchRequests(
   json: boolean,
   verbose: boolean,
   /** closes what is overdue or abandoned (src/approval/abandoned.ts) before each read */
-  sweep: () => Unclosed | null = () => null,
+  sweep: (again?: Unclosed) => Unclosed | null = () => null,
 ): Promise<number> {
   let stop: () => void = () => {};
   const stopped = new Promise<void>((resolve) => {
@@ -164,17 +166,19 @@ export async function watchRequests(
   // the stamp of the last read (pendingStamp.ts): the rows are read again only once it differs
   let lastStamp: string | null = null;
   // what the last sweep could not close, while it stands: said again after a terminal's redraw;
-  // and when another process held the lock, the sweep is tried again at each tick, since a lock
-  // let go writes nothing and leaves the stamp as it was (the requests stayed listed as pending
-  // until something else changed). Any other failure is tried again at the next change, as before.
+  // and when another process held the lock, or the disk was full, the sweep is tried again at
+  // each tick, since a lock let go or space freed writes nothing and leaves the stamp as it was
+  // (the requests stayed listed as pending until something else changed). Any other failure is
+  // tried again at the next change, as before.
   let unclosed: Unclosed | null = null;
   try {
     for (;;) {
       // one stat of each file per read: the list and the sweep are of the store the others use
       StoreFiles.of(db).assertKept();
       const changed = pendingStamp(db) !== lastStamp;
-      if (changed || unclosed?.lockHeld) {
-        unclosed = changed ? sweep() : withoutWaiting(db, sweep);
+      if (changed || unclosed?.retry) {
+        const again: Unclosed | undefined = unclosed ?? undefined;
+        unclosed = changed ? sweep() : withoutWaiting(db, (): Unclosed | null => sweep(again));
         // taken after the sweep (its own writes counted), before the read: whatever is committed
         // while reading makes the next stamp differ
         const stamp = pendingStamp(db);
