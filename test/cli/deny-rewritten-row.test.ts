@@ -59,61 +59,63 @@ describe("deny ID of a request whose row was rewritten in the store", () => {
           .run(id).changes,
     ],
   ] as const) {
-    it(`its ${column} rewritten: the denial is made, said, and ends the call's wait with approval_denied`, async () => {
-      const stateDir = newStateDir();
-      const dir = tempDir("portcullis-deny-rewritten-");
-      cleanup.push(() => {
-        removeDir(dir);
-        removeDir(stateDir);
-      });
-      const toolsFile = join(dir, "tools.json");
-      const record = join(dir, "record.jsonl");
-      writeFileSync(toolsFile, JSON.stringify([PAY, FETCH]));
-      // a hold far longer than the test: only a denial the gateway honours ends the call in time
-      const gw = await startGateway({
-        stateDir,
-        args: [
-          "--label",
-          "bank",
-          "--approval",
-          "session",
-          "--approval-timeout",
-          "120000",
-          "--",
-          NODE,
-          FIXTURES.catalog,
-        ],
-        env: { FIXTURE_CATALOG: toolsFile, FIXTURE_RECORD: record },
-      });
-      cleanup.push(() => gw.close());
-      await gw.client.listTools();
-      const outcome = gw.client.callTool({ name: "fetch_page", arguments: { page: "a" } }).then(
-        () => "answered",
-        (e: { code: number }) => e.code,
-      );
-      const req = await nextStoredRequest(stateDir);
-      const db = new Database(join(stateDir, "portcullis.db"));
-      db.pragma("busy_timeout = 10000");
-      try {
-        expect(rewrite(db, req.request)).toBe(1);
-      } finally {
-        db.close();
-      }
+    for (const next of column === "tool" ? [false, true] : [false])
+      it(`${next ? "deny --next" : "deny ID"}, its ${column} rewritten: the denial is made, said, and ends the call's wait with approval_denied`, async () => {
+        const stateDir = newStateDir();
+        const dir = tempDir("portcullis-deny-rewritten-");
+        cleanup.push(() => {
+          removeDir(dir);
+          removeDir(stateDir);
+        });
+        const toolsFile = join(dir, "tools.json");
+        const record = join(dir, "record.jsonl");
+        writeFileSync(toolsFile, JSON.stringify([PAY, FETCH]));
+        // a hold far longer than the test: only a denial the gateway honours ends the call in time
+        const gw = await startGateway({
+          stateDir,
+          args: [
+            "--label",
+            "bank",
+            "--approval",
+            "session",
+            "--approval-timeout",
+            "120000",
+            "--",
+            NODE,
+            FIXTURES.catalog,
+          ],
+          env: { FIXTURE_CATALOG: toolsFile, FIXTURE_RECORD: record },
+        });
+        cleanup.push(() => gw.close());
+        await gw.client.listTools();
+        const outcome = gw.client.callTool({ name: "fetch_page", arguments: { page: "a" } }).then(
+          () => "answered",
+          (e: { code: number }) => e.code,
+        );
+        const req = await nextStoredRequest(stateDir);
+        const db = new Database(join(stateDir, "portcullis.db"));
+        db.pragma("busy_timeout = 10000");
+        try {
+          expect(rewrite(db, req.request)).toBe(1);
+        } finally {
+          db.close();
+        }
 
-      const denied = await runCli(["deny", req.request, "--json", "--state-dir", stateDir], {
-        env: passphraseEnv(),
-      });
-      expect(denied.code, denied.stderr).toBe(0);
-      expect(denied.stderr).toContain(
-        `approval request ${req.request} does not ask what its review shows (its ${column} was changed in the store since the gateway wrote it); it is denied all the same`,
-      );
-      expect(denied.stderr).toContain("the call waiting on it is refused (approval_denied)");
-      const result = JSON.parse(denied.stdout) as Record<string, unknown>;
-      expect(result).toMatchObject({ request: req.request, decision: "denied", rowChanged: column });
+        const denied = await runCli(
+          ["deny", ...(next ? ["--next"] : [req.request]), "--json", "--state-dir", stateDir],
+          { env: passphraseEnv() },
+        );
+        expect(denied.code, denied.stderr).toBe(0);
+        expect(denied.stderr).toContain(
+          `approval request ${req.request} does not ask what its review shows (its ${column} was changed in the store since the gateway wrote it); it is denied all the same`,
+        );
+        expect(denied.stderr).toContain("the call waiting on it is refused (approval_denied)");
+        const result = JSON.parse(denied.stdout) as Record<string, unknown>;
+        expect(result).toMatchObject({ request: req.request, decision: "denied", rowChanged: column });
 
-      expect(await outcome).toBe(DENIED);
-      expect(gw.stderr()).not.toMatch(/denial \S+ is not honoured/);
-      expect(existsSync(record) ? readFileSync(record, "utf8") : "").toBe("");
-    });
+        expect(await outcome).toBe(DENIED);
+        expect(gw.stderr()).not.toMatch(/denial \S+ is not honoured/);
+        expect(existsSync(record) ? readFileSync(record, "utf8") : "").toBe("");
+      });
   }
 });
