@@ -47,7 +47,8 @@ export function failureLine(sentence: string): string {
     words.length <= 2 &&
     (COMMANDS.has(words[0]!) || (words.length === 1 && COMMAND_FLAGS.has(words[0]!))) &&
     words.every((w, i) => {
-      if (i === 0 && COMMAND_FLAGS.has(w)) return true;
+      // a command named in full (`rotate-keys` holds a hyphen)
+      if (i === 0 && (COMMAND_FLAGS.has(w) || COMMANDS.has(w))) return true;
       const flag = i === 1 && w.startsWith("--");
       const name = flag ? w.slice(2) : w;
       return name.length > 0 && [...name].every((c) => (c >= "a" && c <= "z") || (flag && c === "-"));

@@ -113,7 +113,7 @@ describe("help and README name what the commands accept", () => {
         continue;
       }
       for (const part of line.split(/(?=portcullis )/).filter((p) => p.startsWith("portcullis "))) {
-        const command = /^portcullis ([a-z]+)/.exec(part)?.[1];
+        const command = /^portcullis ([a-z][a-z-]*)/.exec(part)?.[1];
         if (command) segments.push([command, part]);
       }
     }
