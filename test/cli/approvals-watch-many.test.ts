@@ -87,8 +87,9 @@ describe("approvals --watch over thousands of forged pending rows", () => {
     const made = await nextRequest(stateDir, seen);
     await waitFor(() => told("pending", made.request), 20_000, "the new request told");
 
-    // a row whose time runs out: only the watcher's sweep closes it
-    forge(stateDir, real.request, ["soon"], { expires_at: new Date(Date.now() + 1500).toISOString() });
+    // a row whose time runs out: only the watcher's sweep closes it (5 s: a loaded machine's watch
+    // must see it pending before it expires, or it is never told pending; 1.5 s failed so in CI)
+    forge(stateDir, real.request, ["soon"], { expires_at: new Date(Date.now() + 5000).toISOString() });
     await waitFor(() => told("pending", "soon"), 20_000, "the short-lived row told");
     const expired = await waitFor(() => told("closed", "soon"), 20_000, "the expired row told closed");
     expect(expired.state).toBe("expired");
