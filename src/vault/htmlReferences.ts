@@ -105,12 +105,15 @@ export const LONGEST_NESTED_REFERENCE = REFERENCE_READINGS * LONGEST_REFERENCE;
  * The reference that starts at `at` in `s` (its `&`), if complete: the character it stands for
  * and where it ends; null otherwise. A string is read by UTF-16 code units, a buffer by bytes
  * (a reference is ASCII either way). With `bare` false, only a reference with its `;` (a reader
- * stricter than HTML's parser: what it leaves, `&#xa` before `aaa`, is read otherwise).
+ * stricter than HTML's parser: what it leaves, `&#xa` before `aaa`, is read otherwise); with
+ * `bare` "names", a legacy name without its `;` too but a number only with it (a reader between
+ * the two: `&amp#9` read once gives `&#9`, which the first reads as a tab, taking a value's `9`,
+ * and the second never reads: see referenceSpelling.ts, eachReading).
  */
 export function referenceAt(
   s: string | Uint8Array,
   at: number,
-  bare = true,
+  bare: Bare = true,
 ): { char: number; end: number } | null {
   return unitAt(s, at) === 0x26 ? referenceAfterAmpersand(s, at + 1, bare) : null;
 }
@@ -154,10 +157,13 @@ export function nestedReferenceEnd(s: string | Uint8Array, at: number, char: num
  * The reference whose `&` comes just before `q` (written there, or read from a reference that
  * stands for `&`): see referenceAt.
  */
+/** Which references without their `;` are read: all (HTML's parser), none, or legacy names only. */
+export type Bare = boolean | "names";
+
 function referenceAfterAmpersand(
   s: string | Uint8Array,
   q0: number,
-  bare = true,
+  bare: Bare = true,
 ): { char: number; end: number } | null {
   let q = q0;
   if (unitAt(s, q) === 0x23) {
@@ -175,7 +181,7 @@ function referenceAfterAmpersand(
     if (digits === 0 || digitValue(unitAt(s, q), hex) >= 0 || n > 0x10ffff) return null;
     // the `;` is the reference's when there; without it, the reference ends at its last digit
     if (unitAt(s, q) === 0x3b) return { char: n, end: q + 1 };
-    return bare ? { char: n, end: q } : null;
+    return bare === true ? { char: n, end: q } : null;
   }
   // the name's letters up to its `;`, read into a string only when the `;` is there
   for (; q <= q0 + LONGEST_NAME; q++) {
@@ -190,7 +196,7 @@ function referenceAfterAmpersand(
   }
   // a legacy name without its `;` (or before letters that make no name with one): the longest
   // that starts the letters, as HTML's parser reads `&ampx` as `&x`
-  if (!bare) return null;
+  if (bare === false) return null;
   for (const name of LEGACY)
     if (q - q0 >= name.length && startsWithAt(s, q0, name))
       return { char: NAMED_CHAR.get(name)!.charCodeAt(0), end: q0 + name.length };

@@ -15,7 +15,7 @@
  * the search of percent spellings reads as `/`, and the two mixed (`&#37;252F`) alike.
  */
 
-import { eachNestedReference, REFERENCE_READINGS, referenceAt } from "./htmlReferences.js";
+import { type Bare, eachNestedReference, REFERENCE_READINGS, referenceAt } from "./htmlReferences.js";
 import type { Decoded } from "./jsonSpelling.js";
 
 /**
@@ -51,7 +51,11 @@ export function mayHoldReferences(text: string, wanted: Uint8Array): boolean {
  * reader does, only those with it. Each reading can take a character the other leaves: text
  * before a value can end in a reference without `;` that the value's first character lengthens
  * (`&#x` before `a&#97;…` reads `&#xa`, a newline, then `&#97;`; a reader of `;` references alone
- * shows `&#xaa…`, the value whole), so neither reading alone is enough.
+ * shows `&#xaa…`, the value whole), so neither reading alone is enough. And a third time, where
+ * the first read one, as a reader of legacy names without `;` (`&amp`) but of numbers only with
+ * it: text before a value ending `&amp#` reads `&#` at the first reading, and the value's first
+ * digit then lengthens that into a number without `;` at the next (`&amp#9&amp#x26;#38;#97;…` is
+ * `&#9aaaa` to such a reader, and neither of the other two shows `9aaaa`).
  */
 export function eachReading(
   input: string,
@@ -60,8 +64,8 @@ export function eachReading(
   on: (r: Decoded & { escaped: number[] }) => boolean,
 ): void {
   let bareRead = false; // whether the first chain read a reference without `;`
-  for (const bare of [true, false]) {
-    if (!bare && !bareRead) return;
+  for (const bare of [true, false, "names"] as const) {
+    if (bare !== true && !bareRead) return;
     let text = input;
     let source: Int32Array | null = null;
     for (let k = 0; k < REFERENCE_READINGS; k++) {
@@ -99,7 +103,7 @@ function isHex(c: number): boolean {
 export function readReferences(
   input: string,
   places = true,
-  bare = true,
+  bare: Bare = true,
 ): Decoded & { escaped: number[]; bare: boolean } {
   const parts: string[] = [];
   const escaped: number[] = [];
