@@ -41,19 +41,24 @@ export async function ensureEgressCa(stateDir: string, dataKey: Buffer): Promise
   // loaded only here: X.509 is a large library, and most commands never create a CA
   const { createCa } = await import("./certs.js");
   const ca = await createCa(caName(stateDir));
+  // The key first: a certificate on disk always has its key beside it.
+  writeSealedKey(stateDir, dataKey, ca);
+  writeAtomic(caCertPath(stateDir), ca.certPem, 0o644);
+  return true;
+}
+
+/** Seals the CA's key under `dataKey` (bound to its certificate) into CA_KEY_FILE, and wipes it. */
+function writeSealedKey(stateDir: string, dataKey: Buffer, ca: { certPem: string; keyPkcs8: Buffer }): void {
   const nonce = randomBytes(12);
   const c = createCipheriv("chacha20-poly1305", dataKey, nonce, { authTagLength: 16 });
   c.setAAD(aad(ca.certPem), { plaintextLength: ca.keyPkcs8.length });
   const sealed = Buffer.concat([c.update(ca.keyPkcs8), c.final(), c.getAuthTag()]);
   ca.keyPkcs8.fill(0);
-  // The key first: a certificate on disk always has its key beside it.
   writeAtomic(
     join(stateDir, CA_KEY_FILE),
     `${JSON.stringify({ format: FORMAT, nonce: nonce.toString("base64url"), sealed: sealed.toString("base64url") })}\n`,
     0o600,
   );
-  writeAtomic(caCertPath(stateDir), ca.certPem, 0o644);
-  return true;
 }
 
 /**
@@ -66,16 +71,7 @@ export function resealEgressCa(stateDir: string, dataKey: Buffer, earlier: reado
   for (const k of earlier) {
     const { ca } = openEgressCa(stateDir, k);
     if (!ca) continue;
-    const nonce = randomBytes(12);
-    const c = createCipheriv("chacha20-poly1305", dataKey, nonce, { authTagLength: 16 });
-    c.setAAD(aad(ca.certPem), { plaintextLength: ca.keyPkcs8.length });
-    const sealed = Buffer.concat([c.update(ca.keyPkcs8), c.final(), c.getAuthTag()]);
-    ca.keyPkcs8.fill(0);
-    writeAtomic(
-      join(stateDir, CA_KEY_FILE),
-      `${JSON.stringify({ format: FORMAT, nonce: nonce.toString("base64url"), sealed: sealed.toString("base64url") })}\n`,
-      0o600,
-    );
+    writeSealedKey(stateDir, dataKey, ca);
     return true;
   }
   return false;
