@@ -147,23 +147,36 @@ describe("a same-user writer against a rotation", () => {
       now.approver!.publicKeyRaw.toString("base64url");
     const scratch = tempDir("portcullis-forge-");
     cleanup.push(() => removeDir(scratch));
-    const live = new Database(join(stateDir, "portcullis.db"));
-    live.exec(`VACUUM INTO '${join(scratch, "portcullis.db")}'`);
-    const copy = openStore(scratch);
-    let row: { seq: number; record: Buffer };
-    try {
-      const log = AuditLog.openSealingTo(copy, now.publicKeyRaw);
-      const seq = log.appendInOwnSession(
-        forged.event as { type: typeof PIN_EVENT_TYPE },
-        rotationSessionPrivateKey(now.approver!.publicKeyRaw),
-      ).seq;
-      log.close();
-      row = copy.prepare("SELECT seq, record FROM audit_records WHERE seq = ?").get(seq) as typeof row;
-    } finally {
-      copy.close();
+    // (the gateway may append records of its own meanwhile: the record's seq is sealed in it, so it
+    // is made again on a fresh copy until it goes in at the head)
+    let row: { seq: number; record: Buffer } | null = null;
+    for (let attempt = 0; row === null; attempt++) {
+      const live = new Database(join(stateDir, "portcullis.db"));
+      const copyDir = join(scratch, `copy-${attempt}`);
+      mkdirSync(copyDir);
+      live.exec(`VACUUM INTO '${join(copyDir, "portcullis.db")}'`);
+      const copy = openStore(copyDir);
+      let made: { seq: number; record: Buffer };
+      try {
+        const log = AuditLog.openSealingTo(copy, now.publicKeyRaw);
+        const seq = log.appendInOwnSession(
+          forged.event as { type: typeof PIN_EVENT_TYPE },
+          rotationSessionPrivateKey(now.approver!.publicKeyRaw),
+        ).seq;
+        log.close();
+        made = copy.prepare("SELECT seq, record FROM audit_records WHERE seq = ?").get(seq) as typeof made;
+      } finally {
+        copy.close();
+      }
+      try {
+        live.prepare("INSERT INTO audit_records (seq, record) VALUES (?, ?)").run(made.seq, made.record);
+        row = made;
+      } catch (e) {
+        if (attempt >= 10) throw e;
+      } finally {
+        live.close();
+      }
     }
-    live.prepare("INSERT INTO audit_records (seq, record) VALUES (?, ?)").run(row.seq, row.record);
-    live.close();
 
     // the writer's grant, signed by its key: refused; the record reported as an ignored pin
     held(gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e));
