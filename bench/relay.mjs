@@ -37,6 +37,7 @@
 //      BENCH_PATHS=a,b               only these paths (names as printed; the baselines always run)
 //      BENCH_SECONDARY=0             skip the component lines (guard off, alternating)
 //      BENCH_PROFILE_DIR=DIR         run every gateway under `node --cpu-prof` into DIR
+//      BENCH_PROFILE_INTERVAL=US     the profiler's sampling interval (node's default: 1000 µs)
 //      BENCH_BASE_CLI=PATH           also each portcullis path through this other build's CLI, as
 //                                    "<path> (base)", in the same rounds (before/after a change)
 //      PORTCULLIS_CLI=PATH           another build of the CLI (default dist/cli/main.cjs)
@@ -430,6 +431,11 @@ const pad = (s, n) => String(s).padEnd(n);
 const ONLY = (process.env.BENCH_PATHS ?? "").split(",").filter(Boolean);
 const SECONDARY = process.env.BENCH_SECONDARY !== "0";
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR ? resolve(process.env.BENCH_PROFILE_DIR) : null;
+const PROFILE_INTERVAL = process.env.BENCH_PROFILE_INTERVAL ?? "";
+if (PROFILE_INTERVAL && !/^[1-9][0-9]*$/.test(PROFILE_INTERVAL)) {
+  process.stderr.write("relay bench: BENCH_PROFILE_INTERVAL must be a whole number of microseconds\n");
+  process.exit(2);
+}
 const BASE_CLI = process.env.BENCH_BASE_CLI ? resolve(process.env.BENCH_BASE_CLI) : null;
 const BASELINES = new Set(["direct", "null-relay", "null ping"]);
 const wanted = (name) => BASELINES.has(name) || ONLY.length === 0 || ONLY.includes(name);
@@ -478,6 +484,7 @@ async function main() {
             "--cpu-prof",
             `--cpu-prof-dir=${PROFILE_DIR}`,
             `--cpu-prof-name=${name.replace(/\W+/g, "-")}.cpuprofile`,
+            ...(PROFILE_INTERVAL ? [`--cpu-prof-interval=${PROFILE_INTERVAL}`] : []),
           ]
         : [];
       const args = [...profile, launcher, ...runArgs(prep.stateDir, ...more), "--", ...server];

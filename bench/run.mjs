@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Runs every bench/*.mjs (except this file, ab.mjs, which compares two builds, and null-relay.mjs and guard-off-gateway.mjs, which
-// are tools of the relay bench) as a child process, one after the other, streaming its output under a header.
+// Runs every bench/*.mjs (except this file, ab.mjs, which compares two builds, null-relay.mjs and guard-off-gateway.mjs, which
+// are tools of the relay bench, and cpuprofile.mjs, which reads a profile) as a child process, one after the other, streaming its output under a header.
 // Order: relay, http, identity, catalog, audit (whichever exist), then any other, alphabetically.
 // Exit code: non-zero only if a bench crashed (exited non-zero or by a signal).
 import { spawn } from "node:child_process";
@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 
 const BENCH = dirname(fileURLToPath(import.meta.url));
 const FIRST = ["relay", "http", "identity", "catalog", "audit"];
-const SKIP = new Set(["run", "null-relay", "guard-off-gateway", "ab"]);
+const SKIP = new Set(["run", "null-relay", "guard-off-gateway", "ab", "cpuprofile"]);
 
 const names = readdirSync(BENCH)
   .filter((file) => file.endsWith(".mjs"))
