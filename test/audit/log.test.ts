@@ -48,6 +48,56 @@ describe("AuditLog", () => {
     db.close();
   });
 
+  it("a relaxed append with a bounded wait (a gateway's group) commits with synchronous NORMAL and the lowered busy timeout, both put back after, a throwing condition included", async () => {
+    // a gateway's groups take this path: the audit sink bounds their wait for another process's lock
+    const dir = await stateWithKeyring();
+    const db = openStore(dir);
+    const log = AuditLog.open(db, dir);
+    db.pragma("busy_timeout = 600000");
+    const inside: unknown[][] = [];
+    const settings = () => [
+      db.pragma("synchronous", { simple: true }),
+      db.pragma("busy_timeout", { simple: true }),
+    ];
+    const level = () => {
+      inside.push(settings());
+      return true;
+    };
+    for (let i = 0; i < 2; i++)
+      log.appendIf([{ event: called(i), condition: level }], { relaxed: true, waitMs: 100 });
+    // not relaxed, the same bound: full sync, the lowered timeout
+    log.appendIf([{ event: called(5), condition: level }], { waitMs: 100 });
+    // the connection's timeout already as low (a gateway's end): left alone, the sync still relaxed
+    db.pragma("busy_timeout = 20");
+    log.appendIf([{ event: called(6), condition: level }], { relaxed: true, waitMs: 100 });
+    expect(settings()).toEqual([2, 20]);
+    db.pragma("busy_timeout = 600000");
+    expect(() =>
+      log.appendIf(
+        [
+          {
+            event: called(7),
+            condition: () => {
+              level();
+              throw new Error("the condition failed");
+            },
+          },
+        ],
+        { relaxed: true, waitMs: 100 },
+      ),
+    ).toThrow("the condition failed");
+    // NORMAL is 1, FULL 2
+    expect(inside).toEqual([
+      [1, 100],
+      [1, 100],
+      [2, 100],
+      [1, 20],
+      [1, 100],
+    ]);
+    expect(settings()).toEqual([2, 600000]);
+    db.close();
+  });
+
   it("writes an event with a condition only if it holds when its turn comes, under the write lock", async () => {
     const dir = await stateWithKeyring();
     const db = openStore(dir);
