@@ -267,7 +267,8 @@ async function decide(ctx: RouteContext): Promise<void> {
         "Prove it is you",
         proofBody(req, action, reason, s.csrf, reviewed, problem, freshNeeded),
       );
-    if (!passphrase) return asked(200);
+    // a proof dropped before its window ended (the keys were rotated): the form says why it asks
+    if (!passphrase) return asked(200, s.proofDropped ?? undefined);
     try {
       proof = await app.prove(passphrase, ctx.ticketed);
     } catch (e) {

@@ -4,9 +4,10 @@
  * only for the proven window, then dropped (src/console/sessions.ts).
  */
 import type { KeyObject } from "node:crypto";
+import { statSync } from "node:fs";
 import { ensurePinned, pinnedSigner } from "../approval/pin.js";
 import type { DecisionSigner } from "../keyring/approver.js";
-import { unlockKeyring } from "../keyring/keyring.js";
+import { keyringPath, loadPublicKeyring, type PublicKeyring, unlockKeyring } from "../keyring/keyring.js";
 import type { Store } from "../store/db.js";
 
 export interface Proof {
@@ -38,6 +39,48 @@ export async function prove(
   }
   ensurePinned(db, stateDir, unlocked.signer, notice);
   return { signer: unlocked.signer, auditKey };
+}
+
+/**
+ * Why a held proof no longer signs what gateways honour, or null while it does: keyring.json names
+ * another approver key than the one the proof opened. `portcullis rotate-keys` rewrites it so, and
+ * every gateway then refuses what the old key signs (rotated away); a passphrase change rewrites it
+ * with the same keys, which changes nothing here. keyring.json is read again only when its file
+ * changed (its inode, size or times), since this is asked at each use of a held proof.
+ */
+export function proofOutdatedBy(stateDir: string): (proof: Proof) => string | null {
+  let seen: { stamp: string; keyring: PublicKeyring | null; problem: string | null } | null = null;
+  const current = () => {
+    let stamp: string;
+    try {
+      const st = statSync(keyringPath(stateDir), { bigint: true });
+      stamp = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+    } catch (e) {
+      stamp = `unreadable: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`;
+    }
+    if (seen?.stamp !== stamp) {
+      try {
+        seen = { stamp, keyring: loadPublicKeyring(stateDir), problem: null };
+      } catch (e) {
+        seen = { stamp, keyring: null, problem: (e as Error).message };
+      }
+    }
+    return seen;
+  };
+  return (proof) => {
+    const { keyring, problem } = current();
+    const held = proof.signer.publicKeyRaw;
+    const now = keyring?.approver ?? null;
+    if (now?.publicKeyRaw.equals(held)) return null;
+    const again = "decisions it signed would be refused by every gateway, so the passphrase is asked again";
+    if (now && keyring!.earlierApprovers.some((k) => k.equals(held)))
+      return `the keys were rotated: keyring.json's approver key is now ${now.keyId}, and ${proof.signer.keyId}, the key the held passphrase proof signed with, was rotated away; ${again}`;
+    if (now)
+      return `keyring.json was replaced: it names approver key ${now.keyId}, not ${proof.signer.keyId}, the key the held passphrase proof signed with; ${again}`;
+    const state =
+      problem !== null ? `could not be read (${problem})` : keyring ? "names no approver key" : "is gone";
+    return `keyring.json ${state}, so the key the held passphrase proof signed with (${proof.signer.keyId}) may no longer be honoured; the passphrase is asked again`;
+  };
 }
 
 /** Refused before trying: too many wrong passphrases lately (see LoginLimiter). */

@@ -32,7 +32,7 @@ import {
   sendText,
 } from "./http.js";
 import { PASSKEY_ROUTES } from "./passkeys.js";
-import { LoginLimiter, LoginThrottled, type Proof, prove } from "./proof.js";
+import { LoginLimiter, LoginThrottled, type Proof, proofOutdatedBy, prove } from "./proof.js";
 import type { ConsoleApp, Route } from "./routes.js";
 import { Sessions, sameToken, sessionCookie, token } from "./sessions.js";
 import { refuseStoreLost } from "./storeLost.js";
@@ -79,7 +79,14 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
   // The stop comes after the request that found the loss was answered (its refusal ended: close
   // lets such answers out before it cuts the connections).
   const storeWatch = watchStoreFiles(db, o.log, (lost) => setImmediate(() => o.onStoreLost?.(lost)));
-  const sessions = new Sessions(o.idleMs ?? 15 * 60_000, o.proofWindowMs ?? 5 * 60_000);
+  // A held proof is dropped once keyring.json names another approver key (rotate-keys): said once
+  // per session on the console's output, and on the page that asks for the passphrase again.
+  const outdated = proofOutdatedBy(o.stateDir);
+  const sessions = new Sessions(o.idleMs ?? 15 * 60_000, o.proofWindowMs ?? 5 * 60_000, (proof) => {
+    const why = outdated(proof);
+    if (why !== null) o.log.info(`a held passphrase proof was dropped: ${why}`);
+    return why;
+  });
   const changes = new ChangeWatch(db);
   const ticket = token();
   // Wrong passphrases slow the next attempt. Attempts from a browser holding the ticket are

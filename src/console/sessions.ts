@@ -10,6 +10,10 @@
  * proof key: a fresh random value handed over once, in the answer to the request that carried
  * the passphrase, and kept by the console's page in its origin's storage (the port is part of
  * the origin there), which sends it back with each form or request.
+ *
+ * A held proof is also dropped before its window ends once keyring.json names another approver
+ * key (`portcullis rotate-keys`): what it would sign every gateway refuses, so the next decision
+ * asks for the passphrase again, and says why (`proofDropped`).
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { Proof } from "./proof.js";
@@ -36,6 +40,8 @@ export interface ConsoleSession {
   proofKey: string | null;
   /** the passkey this session was opened with (null: opened with the passphrase) */
   passkey: string | null;
+  /** why the held proof was dropped before its window ended (the keys were rotated), until the next proof */
+  proofDropped: string | null;
 }
 
 export function token(): string {
@@ -65,9 +71,14 @@ export class Sessions {
   private readonly byId = new Map<string, ConsoleSession>();
   private readonly timer: NodeJS.Timeout;
 
+  /**
+   * `outdated` says why a held proof no longer signs what gateways honour (null while it does:
+   * src/console/proof.ts, proofOutdatedBy); it is asked at each use of a held proof.
+   */
   constructor(
     readonly idleMs: number,
     readonly proofWindowMs: number,
+    private readonly outdated: (proof: Proof) => string | null = () => null,
   ) {
     this.timer = setInterval(() => this.sweep(), 1000);
     this.timer.unref();
@@ -85,6 +96,7 @@ export class Sessions {
       proofUntil: 0,
       proofKey: null,
       passkey,
+      proofDropped: null,
     };
     this.byId.set(s.id, s);
     if (proof) this.proven(s, proof);
@@ -130,6 +142,7 @@ export class Sessions {
     s.proof = proof;
     s.proofUntil = Date.now() + this.proofWindowMs;
     s.proofKey = token();
+    s.proofDropped = null;
     return s.proofKey;
   }
 
@@ -142,9 +155,18 @@ export class Sessions {
     return sameToken(key, s.proofKey) ? s.proof : null;
   }
 
-  /** Whether a proof is held (for what a page says; using it needs the key, see proof). */
+  /**
+   * Whether a proof is held (for what a page says; using it needs the key, see proof). One whose
+   * window passed is dropped, and so is one whose key keyring.json no longer names (its reason
+   * kept in `proofDropped`).
+   */
   held(s: ConsoleSession): boolean {
     if (s.proof && Date.now() >= s.proofUntil) drop(s);
+    const why = s.proof ? this.outdated(s.proof) : null;
+    if (why !== null) {
+      drop(s);
+      s.proofDropped = why;
+    }
     return s.proof !== null;
   }
 
