@@ -7,19 +7,17 @@
 // still missing from the chain after the next command (the first test fails without the mark);
 // a late record of a change never made (killed before its rename); a change recorded twice (killed
 // after its record, before its mark was removed); a late record written again by each command.
-// Real CLI processes; the kill points are made observable by a preload, as in
-// passphrase-change-killed.test.ts.
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
+// Real CLI processes; the kill points are made observable by a preload (test/helpers/killedAtGate.ts).
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openRecords } from "../../src/audit/log.js";
 import { keyringWrapping, unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
-import { removeDir, tempDir, waitFor } from "../helpers/files.js";
-import { hostEnv, runCli } from "../helpers/gateway.js";
+import { removeDir } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
+import { fsGate, killedAtGate } from "../helpers/killedAtGate.js";
 import { passphraseFile, withPassphrase } from "../helpers/passphraseChange.js";
-import { CLI, NODE } from "../helpers/paths.js";
 import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
 
 const NEW = "the passphrase of a killed change";
@@ -31,65 +29,17 @@ afterEach(async () => {
   cleanup = [];
 });
 
-/**
- * A preload that stops `portcullis passphrase` at `fn` (renameSync or rmSync) of a path ending in
- * `suffix`, `when` before or after it, and says so with a file naming its pid.
- */
-function gate(fn: "renameSync" | "rmSync", suffix: string, when: "before" | "after") {
-  const dir = tempDir("portcullis-late-gate-");
-  cleanup.push(() => removeDir(dir));
-  const preload = join(dir, "gate.cjs");
-  writeFileSync(
-    preload,
-    `const fs = require("node:fs");
-const dir = ${JSON.stringify(dir)};
-if (process.argv[2] === "passphrase") {
-  const real = fs.${fn};
-  const hold = () => {
-    fs.writeFileSync(dir + "/waiting-" + process.pid, "");
-    const nap = new Int32Array(new SharedArrayBuffer(4));
-    for (;;) Atomics.wait(nap, 0, 0, 1000);
-  };
-  fs.${fn} = function () {
-    const ours = String(arguments[${fn === "renameSync" ? 1 : 0}]).endsWith(${JSON.stringify(suffix)});
-    if (ours && ${JSON.stringify(when)} === "before") hold();
-    const r = real.apply(this, arguments);
-    if (ours && ${JSON.stringify(when)} === "after") hold();
-    return r;
-  };
-  require("node:module").syncBuiltinESMExports();
-}
-`,
-  );
-  return {
-    env: { NODE_OPTIONS: `--require ${preload}` },
-    waiting: () => readdirSync(dir).some((n) => n.startsWith("waiting-")),
-  };
-}
-
-/** `portcullis passphrase` to NEW, stopped at the gate and killed there; its pid. */
-async function killedAt(stateDir: string, g: ReturnType<typeof gate>): Promise<number> {
-  const child: ChildProcess = spawn(NODE, [CLI, "passphrase", "--json"], {
-    env: hostEnv({
-      PORTCULLIS_HOME: stateDir,
-      ...passphraseEnv(),
-      PORTCULLIS_NEW_PASSPHRASE_FILE: passphraseFile(NEW),
-      ...g.env,
-    }),
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  const done = new Promise<NodeJS.Signals | null>((resolve) =>
-    child.on("close", (_c, signal) => resolve(signal)),
-  );
-  cleanup.push(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-    await done;
-  });
-  await waitFor(() => g.waiting() || child.exitCode !== null, 20_000, "the change to reach its gate");
-  expect(g.waiting()).toBe(true);
-  child.kill("SIGKILL");
-  expect(await done).toBe("SIGKILL");
-  return child.pid!;
+/** `portcullis passphrase` to NEW, stopped `when` its `fn` of a path ending in `suffix` and killed there; its pid. */
+function killedAt(
+  stateDir: string,
+  fn: "renameSync" | "rmSync",
+  suffix: string,
+  when: "before" | "after",
+): Promise<number> {
+  const onCleanup = (c: () => Promise<void> | void) => cleanup.push(c);
+  const gate = fsGate(onCleanup, "passphrase", fn, suffix, when);
+  const env = { ...passphraseEnv(), PORTCULLIS_NEW_PASSPHRASE_FILE: passphraseFile(NEW) };
+  return killedAtGate(onCleanup, stateDir, ["passphrase", "--json"], env, gate);
 }
 
 /** The chain's passphrase_changed records, once `audit verify` found it whole. */
@@ -111,7 +61,7 @@ describe("portcullis passphrase killed around its record", () => {
   it("killed after its rename, before its record: the next command that takes the passphrase records the change late, once", async () => {
     const stateDir = newStateDir();
     cleanup.push(() => removeDir(stateDir));
-    const pid = await killedAt(stateDir, gate("renameSync", "keyring.json", "after"));
+    const pid = await killedAt(stateDir, "renameSync", "keyring.json", "after");
     expect(existsSync(join(stateDir, MARK))).toBe(true);
 
     const sessions = await runCli(["audit", "sessions", "--json"], { stateDir, env: withPassphrase(NEW) });
@@ -148,7 +98,7 @@ describe("portcullis passphrase killed around its record", () => {
   it("killed before its rename: nothing was changed, and nothing is recorded", async () => {
     const stateDir = newStateDir();
     cleanup.push(() => removeDir(stateDir));
-    await killedAt(stateDir, gate("renameSync", "keyring.json", "before"));
+    await killedAt(stateDir, "renameSync", "keyring.json", "before");
     expect(existsSync(join(stateDir, MARK))).toBe(true);
     // the old passphrase still opens the keyring: the mark names a wrapping that is not there
     const sessions = await runCli(["audit", "sessions", "--json"], { stateDir, env: passphraseEnv() });
@@ -161,7 +111,7 @@ describe("portcullis passphrase killed around its record", () => {
   it("killed after its record, before removing its mark: the change is not recorded twice", async () => {
     const stateDir = newStateDir();
     cleanup.push(() => removeDir(stateDir));
-    await killedAt(stateDir, gate("rmSync", MARK, "before"));
+    await killedAt(stateDir, "rmSync", MARK, "before");
     expect(existsSync(join(stateDir, MARK))).toBe(true);
     const sessions = await runCli(["audit", "sessions", "--json"], { stateDir, env: withPassphrase(NEW) });
     expect(sessions.code, sessions.stderr).toBe(0);

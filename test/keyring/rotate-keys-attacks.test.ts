@@ -14,10 +14,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { reviewDigest } from "../../src/approval/decision.js";
-import { type PIN_EVENT_TYPE, rotationSessionPrivateKey } from "../../src/approval/pinChain.js";
 import { decideRequest, getRequest } from "../../src/approval/requests.js";
-import { signedRotation } from "../../src/approval/rotation.js";
-import { AuditLog } from "../../src/audit/log.js";
 import { type DecisionSigner, mintSigner } from "../../src/keyring/approver.js";
 import { loadPublicKeyring, unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
@@ -25,8 +22,9 @@ import { nextStoredRequest, type Pending } from "../helpers/approvals.js";
 import { held } from "../helpers/browser.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
-import { passphraseFile, withPassphrase } from "../helpers/passphraseChange.js";
+import { withPassphrase } from "../helpers/passphraseChange.js";
 import { makeProject } from "../helpers/project.js";
+import { appendRotation, forgedRotation, rotateByCli } from "../helpers/rotation.js";
 import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
 
 const NEW = "the passphrase of the human's rotation";
@@ -45,10 +43,7 @@ async function rotatedWithLeak() {
   cleanup.push(() => removeDir(thief));
   mkdirSync(thief, { recursive: true });
   copyFileSync(join(stateDir, "keyring.json"), join(thief, "keyring.json"));
-  const rotated = await runCli(["rotate-keys", "--json"], {
-    stateDir,
-    env: { ...passphraseEnv(), PORTCULLIS_NEW_PASSPHRASE_FILE: passphraseFile(NEW) },
-  });
+  const rotated = await rotateByCli(stateDir, passphraseEnv(), NEW, ["--json"]);
   expect(rotated.code, rotated.stderr).toBe(0);
   const summary = JSON.parse(rotated.stdout) as { rotationRecord: number; approverKeyId: string };
   const project = makeProject("A");
@@ -137,14 +132,7 @@ describe("a same-user writer against a rotation", () => {
     // the store and INSERTed into the live one
     const now = loadPublicKeyring(stateDir)!;
     const own = mintSigner(randomBytes(32));
-    const forged = signedRotation(
-      own,
-      { approverRaw: own.publicKeyRaw, auditRaw: now.publicKeyRaw },
-      now.publicKeyRaw,
-      new Date().toISOString(),
-    );
-    (forged.event.rotation as Record<string, unknown>).from =
-      now.approver!.publicKeyRaw.toString("base64url");
+    const forged = forgedRotation(own, own, now.publicKeyRaw, now.approver!.publicKeyRaw);
     const scratch = tempDir("portcullis-forge-");
     cleanup.push(() => removeDir(scratch));
     // (the gateway may append records of its own meanwhile: the record's seq is sealed in it, so it
@@ -158,12 +146,7 @@ describe("a same-user writer against a rotation", () => {
       const copy = openStore(copyDir);
       let made: { seq: number; record: Buffer };
       try {
-        const log = AuditLog.openSealingTo(copy, now.publicKeyRaw);
-        const seq = log.appendInOwnSession(
-          forged.event as { type: typeof PIN_EVENT_TYPE },
-          rotationSessionPrivateKey(now.approver!.publicKeyRaw),
-        ).seq;
-        log.close();
+        const seq = appendRotation(copy, forged, now.publicKeyRaw, now.approver!.publicKeyRaw);
         made = copy.prepare("SELECT seq, record FROM audit_records WHERE seq = ?").get(seq) as typeof made;
       } finally {
         copy.close();

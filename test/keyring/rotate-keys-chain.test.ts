@@ -11,16 +11,14 @@ import { copyFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { PinTracker } from "../../src/approval/pin.js";
-import { type PIN_EVENT_TYPE, rotationSessionPrivateKey } from "../../src/approval/pinChain.js";
-import { signedRotation } from "../../src/approval/rotation.js";
 import { DecisionVerifier } from "../../src/approval/trust.js";
-import { AuditLog } from "../../src/audit/log.js";
 import { mintSigner } from "../../src/keyring/approver.js";
 import { loadPublicKeyring, unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
-import { passphraseFile, withPassphrase } from "../helpers/passphraseChange.js";
+import { changeByCli, withPassphrase } from "../helpers/passphraseChange.js";
+import { appendRotation, forgedRotation, rotateByCli } from "../helpers/rotation.js";
 import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
 
 const SECOND = "the passphrase after one rotation";
@@ -34,10 +32,7 @@ afterEach(async () => {
 });
 
 async function rotate(stateDir: string, from: Record<string, string>, to: string): Promise<void> {
-  const r = await runCli(["rotate-keys"], {
-    stateDir,
-    env: { ...from, PORTCULLIS_NEW_PASSPHRASE_FILE: passphraseFile(to) },
-  });
+  const r = await rotateByCli(stateDir, from, to);
   expect(r.code, r.stderr).toBe(0);
 }
 
@@ -57,21 +52,11 @@ describe("the chain of pins after rotations", () => {
     const { signer: stolen, dataKey } = await unlockKeyring(thief, TEST_PASSPHRASE);
     dataKey.fill(0);
     const own = mintSigner(randomBytes(32));
-    const forged = signedRotation(
-      stolen!,
-      { approverRaw: own.publicKeyRaw, auditRaw: first.publicKeyRaw },
-      first.publicKeyRaw,
-      new Date().toISOString(),
-    );
+    const forged = forgedRotation(stolen!, own, first.publicKeyRaw);
     let db = openStore(stateDir);
     let forgedSeq: number;
     try {
-      const log = AuditLog.openSealingTo(db, first.publicKeyRaw);
-      forgedSeq = log.appendInOwnSession(
-        forged.event as { type: typeof PIN_EVENT_TYPE },
-        rotationSessionPrivateKey(stolen!.publicKeyRaw),
-      ).seq;
-      log.close();
+      forgedSeq = appendRotation(db, forged, first.publicKeyRaw, stolen!.publicKeyRaw);
     } finally {
       db.close();
     }
@@ -106,10 +91,7 @@ describe("the chain of pins after rotations", () => {
 
     // a passphrase change of the rotated keyring checks its key against the chain's end (the
     // first pin opened with the keyring's earlier keys), and keeps it
-    const changed = await runCli(["passphrase"], {
-      stateDir,
-      env: { ...withPassphrase(THIRD), PORTCULLIS_NEW_PASSPHRASE_FILE: passphraseFile(FOURTH) },
-    });
+    const changed = await changeByCli(stateDir, THIRD, FOURTH);
     expect(changed.code, changed.stderr).toBe(0);
     const sessions = await runCli(["audit", "sessions"], { stateDir, env: withPassphrase(FOURTH) });
     expect(sessions.code, sessions.stderr).toBe(0);

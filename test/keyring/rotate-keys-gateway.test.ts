@@ -14,10 +14,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { reviewDigest } from "../../src/approval/decision.js";
 import { PinTracker } from "../../src/approval/pin.js";
-import { type PIN_EVENT_TYPE, rotationSessionPrivateKey } from "../../src/approval/pinChain.js";
 import { decideRequest, getRequest } from "../../src/approval/requests.js";
-import { signedRotation } from "../../src/approval/rotation.js";
-import { AuditLog, storedRecords } from "../../src/audit/log.js";
+import { storedRecords } from "../../src/audit/log.js";
 import { parseHeader, splitRecord } from "../../src/audit/record.js";
 import { mintSigner } from "../../src/keyring/approver.js";
 import { loadPublicKeyring, unlockKeyring } from "../../src/keyring/keyring.js";
@@ -26,8 +24,9 @@ import { nextStoredRequest, type Pending } from "../helpers/approvals.js";
 import { held } from "../helpers/browser.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
-import { passphraseFile, withPassphrase } from "../helpers/passphraseChange.js";
+import { withPassphrase } from "../helpers/passphraseChange.js";
 import { makeProject } from "../helpers/project.js";
+import { appendRotation, forgedRotation, readStatusGranted, rotateByCli } from "../helpers/rotation.js";
 import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
 
 const NEW = "the passphrase after the rotation";
@@ -112,20 +111,10 @@ describe("portcullis rotate-keys", () => {
     const forwarded = () => project.records().filter((r) => r.tool === "read_status").length;
 
     // a real session grant before the rotation
-    const first = held(gw.client.callTool({ name: "read_status", arguments: {} }));
-    const r1 = await nextStoredRequest(stateDir, seen);
-    const approved = await runCli(["approve", r1.request, "--for", "session"], {
-      stateDir,
-      env: passphraseEnv(),
-    });
-    expect(approved.code, approved.stderr).toBe(0);
-    expect((await first).isError).toBeFalsy();
+    await readStatusGranted(gw, stateDir, seen);
     expect(forwarded()).toBe(1);
 
-    const rotated = await runCli(["rotate-keys", "--json"], {
-      stateDir,
-      env: { ...passphraseEnv(), PORTCULLIS_NEW_PASSPHRASE_FILE: passphraseFile(NEW) },
-    });
+    const rotated = await rotateByCli(stateDir, passphraseEnv(), NEW, ["--json"]);
     expect(rotated.code, rotated.stderr).toBe(0);
     const summary = JSON.parse(rotated.stdout) as Record<string, unknown>;
     expect(summary).toMatchObject({ rotated: true, grantsNoLongerHonoured: 1 });
@@ -215,23 +204,12 @@ describe("portcullis rotate-keys", () => {
     const keyring = loadPublicKeyring(stateDir)!;
     const pinned = keyring.approver!.publicKeyRaw;
     const madeUp = mintSigner(randomBytes(32));
-    const forged = signedRotation(
-      madeUp,
-      { approverRaw: madeUp.publicKeyRaw, auditRaw: keyring.publicKeyRaw },
-      keyring.publicKeyRaw,
-      new Date().toISOString(),
-    );
     // the statement names the pinned key as the one replaced; only the signature is the made-up key's
-    (forged.event.rotation as Record<string, unknown>).from = pinned.toString("base64url");
+    const forged = forgedRotation(madeUp, madeUp, keyring.publicKeyRaw, pinned);
     const db = openStore(stateDir);
     let forgedSeq: number;
     try {
-      const log = AuditLog.openSealingTo(db, keyring.publicKeyRaw);
-      forgedSeq = log.appendInOwnSession(
-        forged.event as { type: typeof PIN_EVENT_TYPE },
-        rotationSessionPrivateKey(pinned),
-      ).seq;
-      log.close();
+      forgedSeq = appendRotation(db, forged, keyring.publicKeyRaw, pinned);
       const pins = new PinTracker(db);
       expect(pins.status(pinned, keyring.publicKey)).toMatchObject({ state: "match", seq: 1 });
       expect(pins.ignored).toEqual([forgedSeq]);

@@ -5,18 +5,15 @@
 // appends the rotation record the new keyring carries. What each test would catch: a rotation
 // killed after its rename whose new key no gateway would ever honour (the record lost with the
 // process), secrets the new keyring cannot open, a keyring half written. Real CLI processes; the
-// kill point is made observable by a preload, as in passphrase-change-late-record.test.ts.
-import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+// kill point is made observable by a preload (test/helpers/killedAtGate.ts).
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { PinTracker } from "../../src/approval/pin.js";
 import { loadPublicKeyring, unlockKeyring } from "../../src/keyring/keyring.js";
-import { openStore } from "../../src/store/db.js";
-import { removeDir, tempDir, waitFor } from "../helpers/files.js";
-import { hostEnv, runCli } from "../helpers/gateway.js";
+import { runCli } from "../helpers/gateway.js";
+import { fsGate, killedAtGate } from "../helpers/killedAtGate.js";
 import { passphraseFile, withPassphrase } from "../helpers/passphraseChange.js";
-import { CLI, NODE } from "../helpers/paths.js";
+import { pinChain, rotateByCli } from "../helpers/rotation.js";
 import { passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
 import { released, vaultWith } from "../helpers/vaultState.js";
 
@@ -29,93 +26,30 @@ afterEach(async () => {
   cleanup = [];
 });
 
-/** A preload that stops `portcullis rotate-keys` `when` its rename of keyring.json, and says so. */
-function gate(when: "before" | "after") {
-  const dir = tempDir("portcullis-rotate-gate-");
-  cleanup.push(() => removeDir(dir));
-  const preload = join(dir, "gate.cjs");
-  writeFileSync(
-    preload,
-    `const fs = require("node:fs");
-const dir = ${JSON.stringify(dir)};
-if (process.argv[2] === "rotate-keys") {
-  const real = fs.renameSync;
-  const hold = () => {
-    fs.writeFileSync(dir + "/waiting-" + process.pid, "");
-    const nap = new Int32Array(new SharedArrayBuffer(4));
-    for (;;) Atomics.wait(nap, 0, 0, 1000);
-  };
-  fs.renameSync = function () {
-    const ours = String(arguments[1]).endsWith("keyring.json");
-    if (ours && ${JSON.stringify(when)} === "before") hold();
-    const r = real.apply(this, arguments);
-    if (ours && ${JSON.stringify(when)} === "after") hold();
-    return r;
-  };
-  require("node:module").syncBuiltinESMExports();
-}
-`,
-  );
-  return {
-    env: { NODE_OPTIONS: `--require ${preload}` },
-    waiting: () => readdirSync(dir).some((n) => n.startsWith("waiting-")),
-  };
-}
-
-async function killedAt(stateDir: string, g: ReturnType<typeof gate>): Promise<void> {
-  const child: ChildProcess = spawn(NODE, [CLI, "rotate-keys", "--json"], {
-    env: hostEnv({
-      PORTCULLIS_HOME: stateDir,
-      ...passphraseEnv(),
-      PORTCULLIS_NEW_PASSPHRASE_FILE: passphraseFile(NEW),
-      ...g.env,
-    }),
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  const done = new Promise<NodeJS.Signals | null>((resolve) =>
-    child.on("close", (_c, signal) => resolve(signal)),
-  );
-  cleanup.push(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-    await done;
-  });
-  await waitFor(() => g.waiting() || child.exitCode !== null, 20_000, "the rotation to reach its gate");
-  expect(g.waiting()).toBe(true);
-  child.kill("SIGKILL");
-  expect(await done).toBe("SIGKILL");
+/** `portcullis rotate-keys` to NEW, SIGKILLed `when` its rename of keyring.json. */
+async function killedAt(stateDir: string, when: "before" | "after"): Promise<void> {
+  const onCleanup = (c: () => Promise<void> | void) => cleanup.push(c);
+  const gate = fsGate(onCleanup, "rotate-keys", "renameSync", "keyring.json", when);
+  const env = { ...passphraseEnv(), PORTCULLIS_NEW_PASSPHRASE_FILE: passphraseFile(NEW) };
+  await killedAtGate(onCleanup, stateDir, ["rotate-keys", "--json"], env, gate);
 }
 
 /** The approver key id at the end of the chain of pins, as a gateway follows it. */
-function chainHead(stateDir: string): string | null {
-  const keyring = loadPublicKeyring(stateDir)!;
-  const db = openStore(stateDir);
-  try {
-    const s = new PinTracker(db).follow(keyring.approver!.publicKeyRaw, keyring.publicKey, {
-      approvers: keyring.earlierApprovers,
-      audits: keyring.earlierAudits,
-    });
-    return s.state === "head" ? s.head.approverKeyId : null;
-  } finally {
-    db.close();
-  }
-}
+const chainHead = (stateDir: string) => pinChain(stateDir)?.at(-1) ?? null;
 
 describe("portcullis rotate-keys killed around its rename", () => {
   it("killed before its rename: the old keyring, the old passphrase, the same chain; a rotation after it succeeds", async () => {
     const stateDir = await vaultWith("api", SECRET, (c) => cleanup.push(c), false);
     const before = readFileSync(join(stateDir, "keyring.json"), "utf8");
     const head = chainHead(stateDir);
-    await killedAt(stateDir, gate("before"));
+    await killedAt(stateDir, "before");
     expect(readFileSync(join(stateDir, "keyring.json"), "utf8")).toBe(before);
     expect(chainHead(stateDir)).toBe(head);
     const unlocked = await runCli(["unlock", "--for", "10m"], { stateDir, env: passphraseEnv() });
     expect(unlocked.code, unlocked.stderr).toBe(0);
     expect(await released(stateDir, "api")).toBe(SECRET);
     expect((await runCli(["lock"], { stateDir })).code).toBe(0);
-    const rotated = await runCli(["rotate-keys"], {
-      stateDir,
-      env: { ...passphraseEnv(), PORTCULLIS_NEW_PASSPHRASE_FILE: passphraseFile(NEW) },
-    });
+    const rotated = await rotateByCli(stateDir, passphraseEnv(), NEW);
     expect(rotated.code, rotated.stderr).toBe(0);
     expect(chainHead(stateDir)).toBe(loadPublicKeyring(stateDir)!.approver!.keyId);
   }, 30_000);
@@ -123,7 +57,7 @@ describe("portcullis rotate-keys killed around its rename", () => {
   it("killed after its rename, before its record and reseal: the new keyring opens the vault, and the next command records the rotation late", async () => {
     const stateDir = await vaultWith("api", SECRET, (c) => cleanup.push(c), false);
     const oldKeyId = loadPublicKeyring(stateDir)!.approver!.keyId;
-    await killedAt(stateDir, gate("after"));
+    await killedAt(stateDir, "after");
     // the new keyring is in place: the new passphrase opens it, the old one does not
     await expect(unlockKeyring(stateDir, TEST_PASSPHRASE)).rejects.toThrow(/wrong passphrase/);
     const newKeyId = loadPublicKeyring(stateDir)!.approver!.keyId;

@@ -5,21 +5,17 @@
 // decision while the chain and keyring.json disagree (the session grant of the key rotated away, or
 // the new key's decision before its record), a record written twice once the lock is let go. A real
 // gateway in front of the inventory fixture; real CLI processes; a real lock holder.
-import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { PinTracker } from "../../src/approval/pin.js";
 import { loadPublicKeyring } from "../../src/keyring/keyring.js";
-import { openStore } from "../../src/store/db.js";
 import { nextStoredRequest } from "../helpers/approvals.js";
 import { held } from "../helpers/browser.js";
-import { removeDir, tempDir, waitFor } from "../helpers/files.js";
-import { hostEnv, runCli, startInventory } from "../helpers/gateway.js";
+import { removeDir } from "../helpers/files.js";
+import { runCli, startInventory } from "../helpers/gateway.js";
+import { fsGate, killedAtGate } from "../helpers/killedAtGate.js";
 import { holdStoreLock } from "../helpers/lock.js";
 import { passphraseFile, withPassphrase } from "../helpers/passphraseChange.js";
-import { CLI, NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
+import { pinChain, readStatusGranted } from "../helpers/rotation.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
 const NEW = "the passphrase of a rotation left unrecorded";
@@ -32,58 +28,14 @@ afterEach(async () => {
 
 /** `portcullis rotate-keys` SIGKILLed right after its rename of keyring.json (a preload holds it there). */
 async function rotationKilledAfterRename(stateDir: string): Promise<void> {
-  const dir = tempDir("portcullis-rotate-gate-");
-  cleanup.push(() => removeDir(dir));
-  const preload = join(dir, "gate.cjs");
-  writeFileSync(
-    preload,
-    `const fs = require("node:fs");
-if (process.argv[2] === "rotate-keys") {
-  const real = fs.renameSync;
-  fs.renameSync = function () {
-    const r = real.apply(this, arguments);
-    if (String(arguments[1]).endsWith("keyring.json")) {
-      fs.writeFileSync(${JSON.stringify(dir)} + "/waiting", "");
-      const nap = new Int32Array(new SharedArrayBuffer(4));
-      for (;;) Atomics.wait(nap, 0, 0, 1000);
-    }
-    return r;
-  };
-  require("node:module").syncBuiltinESMExports();
-}
-`,
-  );
-  const child: ChildProcess = spawn(NODE, [CLI, "rotate-keys"], {
-    env: hostEnv({
-      PORTCULLIS_HOME: stateDir,
-      ...passphraseEnv(),
-      PORTCULLIS_NEW_PASSPHRASE_FILE: passphraseFile(NEW),
-      NODE_OPTIONS: `--require ${preload}`,
-    }),
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  const done = new Promise<NodeJS.Signals | null>((resolve) => child.on("close", (_c, s) => resolve(s)));
-  const waiting = () => readdirSync(dir).includes("waiting");
-  await waitFor(() => waiting() || child.exitCode !== null, 20_000, "the rotation to reach its rename");
-  expect(waiting()).toBe(true);
-  child.kill("SIGKILL");
-  expect(await done).toBe("SIGKILL");
+  const onCleanup = (c: () => Promise<void> | void) => cleanup.push(c);
+  const gate = fsGate(onCleanup, "rotate-keys", "renameSync", "keyring.json", "after");
+  const env = { ...passphraseEnv(), PORTCULLIS_NEW_PASSPHRASE_FILE: passphraseFile(NEW) };
+  await killedAtGate(onCleanup, stateDir, ["rotate-keys"], env, gate);
 }
 
 /** The chain of pins as a gateway follows it: each link's approver key id. */
-function chainKeys(stateDir: string): string[] {
-  const keyring = loadPublicKeyring(stateDir)!;
-  const db = openStore(stateDir);
-  try {
-    const s = new PinTracker(db).follow(keyring.approver!.publicKeyRaw, keyring.publicKey, {
-      approvers: keyring.earlierApprovers,
-      audits: keyring.earlierAudits,
-    });
-    return s.state === "head" ? s.links.map((l) => l.approverKeyId) : [];
-  } finally {
-    db.close();
-  }
-}
+const chainKeys = (stateDir: string) => pinChain(stateDir) ?? [];
 
 it("a late rotation record the store's lock keeps out: said on stderr, nothing honoured meanwhile, recorded once after", async () => {
   const stateDir = newStateDir();
@@ -97,14 +49,7 @@ it("a late rotation record the store's lock keeps out: said on stderr, nothing h
   const forwarded = () => project.records().filter((r) => r.tool === "read_status").length;
 
   // a session grant signed with the key about to be rotated away
-  const first = held(gw.client.callTool({ name: "read_status", arguments: {} }));
-  const r1 = await nextStoredRequest(stateDir, seen);
-  const approved = await runCli(["approve", r1.request, "--for", "session"], {
-    stateDir,
-    env: passphraseEnv(),
-  });
-  expect(approved.code, approved.stderr).toBe(0);
-  expect((await first).isError).toBeFalsy();
+  await readStatusGranted(gw, stateDir, seen);
   const oldKeyId = loadPublicKeyring(stateDir)!.approver!.keyId;
 
   await rotationKilledAfterRename(stateDir);

@@ -8,7 +8,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { runCli } from "../helpers/gateway.js";
-import { passphraseFile, withPassphrase } from "../helpers/passphraseChange.js";
+import { withPassphrase } from "../helpers/passphraseChange.js";
+import { rotateByCli } from "../helpers/rotation.js";
 import { passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
 import { vaultWith } from "../helpers/vaultState.js";
 
@@ -61,16 +62,10 @@ it("rotate-keys prints no key, wrapped key, signature, secret or passphrase, as 
   expect((await runCli(["lock"], { stateDir })).code).toBe(0);
 
   const before = keyringValues(stateDir);
-  const asJson = await runCli(["rotate-keys", "--json"], {
-    stateDir,
-    env: { ...passphraseEnv(), PORTCULLIS_NEW_PASSPHRASE_FILE: passphraseFile(SECOND) },
-  });
+  const asJson = await rotateByCli(stateDir, passphraseEnv(), SECOND, ["--json"]);
   expect(asJson.code, asJson.stderr).toBe(0);
   const middle = keyringValues(stateDir);
-  const asText = await runCli(["rotate-keys"], {
-    stateDir,
-    env: { ...withPassphrase(SECOND), PORTCULLIS_NEW_PASSPHRASE_FILE: passphraseFile(THIRD) },
-  });
+  const asText = await rotateByCli(stateDir, withPassphrase(SECOND), THIRD);
   expect(asText.code, asText.stderr).toBe(0);
   const after = keyringValues(stateDir);
 

@@ -15,7 +15,8 @@ import { openEgressCa } from "../../src/vault/egress/ca.js";
 import { openSecret, policyOf } from "../../src/vault/secrets.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
-import { passphraseFile, withPassphrase } from "../helpers/passphraseChange.js";
+import { withPassphrase } from "../helpers/passphraseChange.js";
+import { rotateByCli } from "../helpers/rotation.js";
 import { passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
 import { released, vaultWith } from "../helpers/vaultState.js";
 
@@ -29,8 +30,6 @@ afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup = [];
 });
-
-const rotateEnv = () => ({ ...passphraseEnv(), PORTCULLIS_NEW_PASSPHRASE_FILE: passphraseFile(NEW) });
 
 /** Each stored secret: whether the data key opens it. */
 function opensSecrets(stateDir: string, dataKey: Buffer): Record<string, boolean> {
@@ -69,7 +68,7 @@ describe("portcullis rotate-keys and a copy of the old keyring", () => {
     expect(web.code, web.stderr).toBe(0);
     const before = readFileSync(join(stateDir, "keyring.json"), "utf8");
 
-    const refused = await runCli(["rotate-keys"], { stateDir, env: rotateEnv() });
+    const refused = await rotateByCli(stateDir, passphraseEnv(), NEW);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain("portcullis lock first");
     expect(readFileSync(join(stateDir, "keyring.json"), "utf8")).toBe(before);
@@ -80,7 +79,7 @@ describe("portcullis rotate-keys and a copy of the old keyring", () => {
     cleanup.push(() => removeDir(thief));
     copyFileSync(join(stateDir, "keyring.json"), join(thief, "keyring.json"));
 
-    const rotated = await runCli(["rotate-keys", "--json"], { stateDir, env: rotateEnv() });
+    const rotated = await rotateByCli(stateDir, passphraseEnv(), NEW, ["--json"]);
     expect(rotated.code, rotated.stderr).toBe(0);
     const summary = JSON.parse(rotated.stdout) as {
       rotationRecord: number;
