@@ -1,8 +1,9 @@
-// A CLI command SIGKILLed at one of its own steps, not at a guessed moment: a preload (written by
+// A CLI command stopped at one of its own steps, not at a guessed moment: a preload (written by
 // the test, inert in every process but the command it names) stops the command at a filesystem
 // call on a path with a given ending, before or after it, and leaves a marker naming its pid; the
-// test then kills it there. What the tests of a killed key change share
-// (test/keyring/passphrase-change-late-record, rotate-keys-killed, rotate-keys-late-record-blocked).
+// test then SIGKILLs it there, or lets it go on. What the tests of a killed or raced key change
+// share (test/keyring/passphrase-change-late-record, passphrase-change-killed, rotate-keys-killed,
+// rotate-keys-late-record-blocked).
 import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -16,13 +17,16 @@ type OnCleanup = (c: () => Promise<void> | void) => void;
 export interface FsGate {
   /** the env that loads the preload */
   env: Record<string, string>;
-  /** whether the command waits at the gate */
-  waiting(): boolean;
+  /** the pid of the command waiting at the gate, or null */
+  waiting(): number | null;
+  /** lets the command waiting at the gate go on */
+  open(): void;
 }
 
 /**
- * A preload that holds `portcullis COMMAND` for good at `fn` (renameSync or rmSync: the path is
- * its second argument or its first) of a path ending in `suffix`, `when` before or after the call.
+ * A preload that holds `portcullis COMMAND` at `fn` (renameSync or rmSync: the path is its second
+ * argument or its first) of a path ending in `suffix`, `when` before or after the call, until the
+ * gate is opened.
  */
 export function fsGate(
   onCleanup: OnCleanup,
@@ -43,7 +47,7 @@ if (process.argv[2] === ${JSON.stringify(command)}) {
   const hold = () => {
     fs.writeFileSync(dir + "/waiting-" + process.pid, "");
     const nap = new Int32Array(new SharedArrayBuffer(4));
-    for (;;) Atomics.wait(nap, 0, 0, 1000);
+    while (!fs.existsSync(dir + "/open")) Atomics.wait(nap, 0, 0, 20);
   };
   fs.${fn} = function () {
     const ours = String(arguments[${fn === "renameSync" ? 1 : 0}]).endsWith(${JSON.stringify(suffix)});
@@ -58,7 +62,11 @@ if (process.argv[2] === ${JSON.stringify(command)}) {
   );
   return {
     env: { NODE_OPTIONS: `--require ${preload}` },
-    waiting: () => readdirSync(dir).some((n) => n.startsWith("waiting-")),
+    waiting: () => {
+      const marker = readdirSync(dir).find((n) => n.startsWith("waiting-"));
+      return marker ? Number(marker.slice("waiting-".length)) : null;
+    },
+    open: () => writeFileSync(join(dir, "open"), ""),
   };
 }
 
@@ -84,8 +92,12 @@ export async function killedAtGate(
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     await done;
   });
-  await waitFor(() => gate.waiting() || child.exitCode !== null, 20_000, `${args[0]} to reach its gate`);
-  expect(gate.waiting()).toBe(true);
+  await waitFor(
+    () => gate.waiting() !== null || child.exitCode !== null,
+    20_000,
+    `${args[0]} to reach its gate`,
+  );
+  expect(gate.waiting()).toBe(child.pid);
   child.kill("SIGKILL");
   expect(await done).toBe("SIGKILL");
   return child.pid!;

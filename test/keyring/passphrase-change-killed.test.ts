@@ -7,7 +7,7 @@
 // process but the one it names) stops the command at its rename of the temporary file over
 // keyring.json (`before`: the new file written and fsynced, not yet renamed; `after`: renamed, the
 // directory not yet fsynced, the lock still held, nothing recorded) and leaves a marker with its
-// pid; the test then SIGKILLs it, or lets it go on by creating the gate's file.
+// pid; the test then SIGKILLs it, or lets it go on by opening the gate (test/helpers/killedAtGate.ts).
 //
 // What each would catch: a killed change's temporary file (the keys under the passphrase it was
 // given) left for good once the next change has run; a keyring written in place (the `before` kill would leave it cut short,
@@ -26,6 +26,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { unlockKeyring, WrongPassphraseError } from "../../src/keyring/keyring.js";
 import { alive, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { hostEnv, runCli } from "../helpers/gateway.js";
+import { type FsGate, fsGate } from "../helpers/killedAtGate.js";
 import { keyringText } from "../helpers/passphraseChange.js";
 import { CLI, NODE } from "../helpers/paths.js";
 import { newKeyringOnlyStateDir, newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
@@ -79,49 +80,9 @@ function oldKeyringStateDir(): string {
   return stateDir;
 }
 
-interface Gate {
-  env: Record<string, string>;
-  /** the pid of the process waiting at the gate, or null */
-  waiting(): number | null;
-  open(): void;
-}
-
 /** A preload that stops `portcullis CMD` at its rename over keyring.json (see the header). */
-function renameGate(command: "passphrase" | "audit", when: "before" | "after"): Gate {
-  const dir = tempDir("portcullis-rename-gate-");
-  cleanup.push(() => removeDir(dir));
-  const gate = join(dir, "open");
-  const preload = join(dir, "gate.cjs");
-  writeFileSync(
-    preload,
-    `const fs = require("node:fs");
-const gate = process.env.KEYRING_RENAME_GATE;
-if (gate && process.argv[2] === ${JSON.stringify(command)}) {
-  const rename = fs.renameSync;
-  const hold = () => {
-    fs.writeFileSync(gate + ".waiting-" + process.pid, "");
-    const nap = new Int32Array(new SharedArrayBuffer(4));
-    while (!fs.existsSync(gate)) Atomics.wait(nap, 0, 0, 20);
-  };
-  fs.renameSync = function (from, to) {
-    const ours = String(to).endsWith("keyring.json");
-    if (ours && ${JSON.stringify(when)} === "before") hold();
-    const r = rename.apply(this, arguments);
-    if (ours && ${JSON.stringify(when)} === "after") hold();
-    return r;
-  };
-  require("node:module").syncBuiltinESMExports();
-}
-`,
-  );
-  return {
-    env: { NODE_OPTIONS: `--require ${preload}`, KEYRING_RENAME_GATE: gate },
-    waiting: () => {
-      const m = readdirSync(dir).find((n) => n.startsWith("open.waiting-"));
-      return m ? Number(m.slice("open.waiting-".length)) : null;
-    },
-    open: () => writeFileSync(gate, ""),
-  };
+function renameGate(command: "passphrase" | "audit", when: "before" | "after"): FsGate {
+  return fsGate((c) => cleanup.push(c), command, "renameSync", "keyring.json", when);
 }
 
 /**
@@ -192,7 +153,7 @@ function changeTo(stateDir: string, next: string, from = TEST_PASSPHRASE, env: R
   });
 }
 
-async function waitingAt(gate: Gate, s: Started): Promise<void> {
+async function waitingAt(gate: FsGate, s: Started): Promise<void> {
   const pid = await waitFor(
     () => gate.waiting() ?? (s.child.exitCode !== null ? -1 : 0),
     20_000,
