@@ -15,6 +15,7 @@ export {
   AuditLog,
   type AuditLogOptions,
   AuditOpenError,
+  AuditRecordOpener,
   exportRecords,
   firstRecordTooLongToExport,
   makeCheckpoint,

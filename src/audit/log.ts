@@ -648,6 +648,64 @@ export interface OpenedRecord {
 
 export class AuditOpenError extends Error {
   override name = "AuditOpenError";
+  constructor(
+    message: string,
+    /** the record's seq, when its header could be read */
+    readonly seq: number | null = null,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Opens records one at a time with the keyring's audit key (and those a key rotation replaced):
+ * `open` throws AuditOpenError naming the seq when a record is sealed to another key, does not
+ * authenticate, or holds an event of another type than its header's. A caller that shows what it
+ * can (the console's Audit page) goes on past such a record; the derived key of each writer
+ * session is kept for the next record of that session either way.
+ */
+export class AuditRecordOpener {
+  private readonly openers: Map<string, RecordOpener>;
+  private readonly keyId: string;
+  private readonly several: boolean;
+
+  constructor(privateKey: KeyObject | readonly KeyObject[]) {
+    // the keyring's audit key first, then those a key rotation replaced (UnlockedKeyring.earlierAuditKeys)
+    const keys = Array.isArray(privateKey) ? (privateKey as readonly KeyObject[]) : [privateKey as KeyObject];
+    this.openers = new Map(keys.map((k) => [auditKeyId(rawX25519PublicKey(k)), new RecordOpener(k)]));
+    this.keyId = auditKeyId(rawX25519PublicKey(keys[0]!));
+    this.several = keys.length > 1;
+  }
+
+  open(record: StoredRecord): OpenedRecord {
+    const parts = splitRecord(record);
+    const header = parts && parseHeader(parts.header);
+    if (!parts || !header) throw new AuditOpenError("a record does not have a v1 header");
+    const { seq } = header;
+    const opener = this.openers.get(header.key);
+    if (!opener) {
+      throw new AuditOpenError(
+        `record ${seq} is sealed to audit key ${header.key}, not to this keyring's ${this.keyId}${this.several ? " nor to one it replaced" : ""}`,
+        seq,
+      );
+    }
+    let event: AuditEvent;
+    try {
+      event = JSON.parse(opener.open(header.epk, header.nonce, parts.header, parts.sealed).toString("utf8"));
+    } catch {
+      throw new AuditOpenError(
+        `record ${seq} does not open with the audit key (modified or forged payload)`,
+        seq,
+      );
+    }
+    if (event?.type !== header.type) {
+      throw new AuditOpenError(
+        `record ${seq}: the sealed event type differs from the header's ${header.type}`,
+        seq,
+      );
+    }
+    return { seq, hash: recordHash(record), header, event };
+  }
 }
 
 /**
@@ -660,32 +718,6 @@ export function* openRecords(
   privateKey: KeyObject | readonly KeyObject[],
   records?: Iterable<StoredRecord>,
 ): Generator<OpenedRecord> {
-  // the keyring's audit key first, then those a key rotation replaced (UnlockedKeyring.earlierAuditKeys)
-  const keys = Array.isArray(privateKey) ? (privateKey as readonly KeyObject[]) : [privateKey as KeyObject];
-  const openers = new Map(keys.map((k) => [auditKeyId(rawX25519PublicKey(k)), new RecordOpener(k)]));
-  const keyId = auditKeyId(rawX25519PublicKey(keys[0]!));
-  for (const record of records ?? storedRecords(db)) {
-    const parts = splitRecord(record);
-    const header = parts && parseHeader(parts.header);
-    if (!parts || !header) throw new AuditOpenError("a record does not have a v1 header");
-    const { seq } = header;
-    const opener = openers.get(header.key);
-    if (!opener) {
-      throw new AuditOpenError(
-        `record ${seq} is sealed to audit key ${header.key}, not to this keyring's ${keyId}${keys.length > 1 ? " nor to one it replaced" : ""}`,
-      );
-    }
-    let event: AuditEvent;
-    try {
-      event = JSON.parse(opener.open(header.epk, header.nonce, parts.header, parts.sealed).toString("utf8"));
-    } catch {
-      throw new AuditOpenError(`record ${seq} does not open with the audit key (modified or forged payload)`);
-    }
-    if (event?.type !== header.type) {
-      throw new AuditOpenError(
-        `record ${seq}: the sealed event type differs from the header's ${header.type}`,
-      );
-    }
-    yield { seq, hash: recordHash(record), header, event };
-  }
+  const opener = new AuditRecordOpener(privateKey);
+  for (const record of records ?? storedRecords(db)) yield opener.open(record);
 }

@@ -11,15 +11,29 @@
  * (src/audit/clearRecords.ts): what it shows, and what it needs to order and count them. A record
  * elsewhere in the log is hashed with the chain, never opened here (`portcullis audit sessions`
  * opens every one, and refuses a log with one that does not open).
+ *
+ * Any such process can also append records that do not open (random bytes under a header of its
+ * choosing: the human's gateway's pid and writer id included), or that break the chain. Such a
+ * record made every page say only that the audit could not be opened, or (a break) hid every
+ * record after it, the human's own run's among them. The page now leaves it out and says so (its
+ * seq, and why), and shows the rest: a record that does not open is no run and names none, and a
+ * break hides nothing that follows it (test/console/audit-page-bad-records.test.ts).
  */
 import type { KeyObject } from "node:crypto";
 import { storedRunEnds } from "../approval/storedRunEnd.js";
 import { type ClearRecord, clearRecord, recordsOfWriters } from "../audit/clearRecords.js";
-import { ChainVerifier, type OpenedRecord, openRecords, storedRecords, verifyStore } from "../audit/index.js";
+import {
+  AuditOpenError,
+  AuditRecordOpener,
+  ChainVerifier,
+  type OpenedRecord,
+  storedRecords,
+  verifyStore,
+} from "../audit/index.js";
 import type { Store } from "../store/db.js";
 import { redactEvent } from "../util/redact.js";
 import { runsServedNow, SESSIONS_SHOWN } from "./auditSessions.js";
-import { type AuditPageData, auditViews } from "./pages.js";
+import { type AuditPageData, auditViews, type LeftOutRecord } from "./pages.js";
 
 /**
  * Start records opened at most to find the runs served now among those whose header names a
@@ -33,21 +47,35 @@ export function auditData(
   sessionsFrom = 0,
 ): AuditPageData {
   if (!auditKey) return { verified: verifyStore(db), opened: null };
-  // one pass: the chain verified, and the clear fields of the records it holds kept
+  // one pass: the chain verified, and the clear fields of the records it holds kept; past a
+  // break too, so that a record forged to break the chain hides none that follow it
   const verifier = new ChainVerifier();
   const clear: ClearRecord[] = [];
+  const leftOut: LeftOutRecord[] = [];
+  let last = 0;
   for (const r of storedRecords(db)) {
-    if (!verifier.push(r)) {
-      // a gap: the verifier reads what follows to tell a reordering from a loss (none is kept)
-      if (verifier.wantsNext) continue;
-      break;
-    }
+    verifier.push(r);
     const c = clearRecord(r);
-    if (c) clear.push(c);
+    if (!c) {
+      leftOut.push({ seq: null, why: `a record after record ${last} has no v1 header (it is left out)` });
+      continue;
+    }
+    // Before a break the verifier holds each seq to the one before it; past one, a record whose
+    // header repeats or goes back on a seq is left out, so that no two records are taken for one.
+    if (c.seq <= last) {
+      leftOut.push({
+        seq: c.seq,
+        why: `a record whose header says seq ${c.seq} comes after record ${last} (out of place: it is left out)`,
+      });
+      continue;
+    }
+    last = c.seq;
+    clear.push(c);
   }
   const verified = verifier.result();
   try {
-    return { verified, opened: auditPage(db, auditKey, clear, sessionsFrom) };
+    const opened = auditPage(db, auditKey, clear, sessionsFrom);
+    return { verified, opened: { ...opened, leftOut: [...leftOut, ...opened.leftOut] } };
   } catch (e) {
     return { verified, opened: null, openProblem: `the audit could not be opened: ${(e as Error).message}` };
   }
@@ -59,12 +87,23 @@ function auditPage(
   clear: readonly ClearRecord[],
   from: number,
 ): NonNullable<AuditPageData["opened"]> {
+  const opener = new AuditRecordOpener(auditKey);
   const opened = new Map<number, OpenedRecord>();
+  // The records picked that do not open (sealed to another key, not authenticating, or holding an
+  // event of another type than their header's): left out, each said once, the rest shown.
+  const unopened = new Map<number, string>();
   const open = (records: readonly ClearRecord[]): OpenedRecord[] => {
-    const missing = records.filter((r) => !opened.has(r.seq)).map((r) => r.record);
-    for (const o of openRecords(db, auditKey, missing))
-      opened.set(o.seq, { ...o, event: redactEvent(o.event) });
-    return records.map((r) => opened.get(r.seq)!);
+    for (const r of records) {
+      if (opened.has(r.seq) || unopened.has(r.seq)) continue;
+      try {
+        const o = opener.open(r.record);
+        opened.set(r.seq, { ...o, event: redactEvent(o.event) });
+      } catch (e) {
+        if (!(e instanceof AuditOpenError)) throw e;
+        unopened.set(r.seq, e.message);
+      }
+    }
+    return records.flatMap((r) => opened.get(r.seq) ?? []);
   };
   const runOf = (start: ClearRecord): string | null => {
     const run = opened.get(start.seq)?.event.run;
@@ -77,29 +116,37 @@ function auditPage(
   const servedPids = new Set(served.values());
   const candidates = starts.filter((s) => servedPids.has(s.pid)).slice(0, SERVED_STARTS_OPENED);
   open(candidates);
-  const servedStarts = new Set<ClearRecord>();
-  const servedFound = new Set<string>();
+  // A served run is one slot of the table, with every start that names it under its gateway's
+  // pid: a start another process appended naming that run (it can read the run and pid from the
+  // store) then adds its writer's records to the run, as `audit sessions` merges them, and never
+  // takes the place of the gateway's own. A start that does not open names no run: it is no
+  // served run, whatever pid its header carries.
+  const servedSlots = new Map<string, ClearRecord[]>();
   for (const s of candidates) {
     const run = runOf(s);
-    if (run === null || served.get(run) !== s.pid || servedFound.has(run)) continue;
-    servedFound.add(run);
-    servedStarts.add(s);
+    if (run === null || served.get(run) !== s.pid) continue;
+    const slot = servedSlots.get(run) ?? [];
+    slot.push(s);
+    servedSlots.set(run, slot);
   }
-  const ordered = [...servedStarts, ...starts.filter((s) => !servedStarts.has(s))];
-  const page = ordered.slice(from, from + SESSIONS_SHOWN);
+  const inServed = new Set([...servedSlots.values()].flat());
+  const slots = [...servedSlots.values(), ...starts.filter((s) => !inServed.has(s)).map((s) => [s])];
+  const page = slots.slice(from, from + SESSIONS_SHOWN);
+  const pageStarts = page.flat();
 
   // the records that can concern the page's runs (their starts among them), opened; then its
   // runs in the page's order
-  const records = open(recordsOfWriters(clear, new Set(page.map((s) => s.writer))));
+  const records = open(recordsOfWriters(clear, new Set(pageStarts.map((s) => s.writer))));
   const views = auditViews(records, storedRunEnds(db));
   const byRun = new Map(views.sessions.map((s) => [s.run, s]));
-  const shown = [...new Set(page.map(runOf).filter((run): run is string => run !== null))];
+  const shown = [...new Set(pageStarts.map(runOf).filter((run): run is string => run !== null))];
   const runs = new Set(shown);
   return {
     sessions: shown.flatMap((run) => byRun.get(run) ?? []),
     activity: views.activity.filter((a) => runs.has(a.run)),
-    runs: ordered.length,
+    runs: slots.length,
     from,
     span: page.length,
+    leftOut: [...unopened].sort(([a], [b]) => a - b).map(([seq, why]) => ({ seq, why })),
   };
 }

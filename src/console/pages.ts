@@ -374,8 +374,36 @@ export interface AuditPageData {
     runs: number;
     from: number;
     span: number;
+    /** records the page left out: they do not open, or (past a break) are out of place */
+    leftOut: LeftOutRecord[];
   } | null;
   openProblem?: string;
+}
+
+/** A record the Audit page left out, and why (a sentence naming it). */
+export interface LeftOutRecord {
+  seq: number | null;
+  why: string;
+}
+
+/** Left-out records named on a page at most; past that, counted. */
+const LEFT_OUT_NAMED = 20;
+
+/**
+ * The records the page left out, said where the human looks (any process of the user can append
+ * records that do not open, or break the chain: the page shows the rest, and says what it left
+ * out and which command checks the log).
+ */
+function leftOutNotice(leftOut: readonly LeftOutRecord[]): Html | "" {
+  if (leftOut.length === 0) return "";
+  const more = leftOut.length - LEFT_OUT_NAMED;
+  return html`<div class="error" role="alert" data-testid="audit-left-out"><p>${
+    leftOut.length === 1 ? "A record is" : `${leftOut.length.toLocaleString("en-US")} records are`
+  } left out of this page (any process of yours can append records sealed to the keyring's public key, or bytes that do not open; a record that does not open names no run and is counted in none):</p><ul>${leftOut
+    .slice(0, LEFT_OUT_NAMED)
+    .map(
+      (r) => html`<li data-testid="audit-left-out-record">${storedSentence(r.why)}</li>`,
+    )}</ul>${more > 0 ? html`<p>and ${more.toLocaleString("en-US")} more.</p>` : ""}<p><code>portcullis audit verify</code> checks the chain; <code>portcullis audit sessions</code> and <code>portcullis audit activity</code> refuse a log holding such a record.</p></div>`;
 }
 
 /**
@@ -388,11 +416,15 @@ export function auditBody(d: AuditPageData, csrf: string, held = false): Html {
   <section class="verify"><h2>Verification</h2>${
     v.ok
       ? html`<p class="ok">the chain verifies: ${v.records} records, head <code>${v.head.seq}</code> <code>${v.head.hash.slice(0, 23)}…</code></p>`
-      : html`<p class="error">the chain is broken at record ${v.seq}: ${storedSentence(v.problem)}</p>`
+      : html`<p class="error">the chain is broken at record ${v.seq}: ${storedSentence(v.problem)}${
+          d.opened
+            ? html` The tables below still show the records after it, as their headers place them (a record that breaks the chain hides none that follow it); <code>portcullis audit verify</code> says where the chain stops holding, and <code>portcullis audit sessions</code> refuses a broken chain.`
+            : ""
+        }</p>`
   }</section>
   ${
     d.opened
-      ? html`${sessionsTable(
+      ? html`${leftOutNotice(d.opened.leftOut)}${sessionsTable(
           { rows: d.opened.sessions, offset: d.opened.from, span: d.opened.span, total: d.opened.runs },
           csrf,
           held,

@@ -335,7 +335,7 @@ describe("views", () => {
     const page = auditBody(
       {
         verified: { ok: true, records: 9, head: { seq: 9, hash: "h".repeat(64) } },
-        opened: { sessions: [], activity, runs: 0, from: 0, span: 0 },
+        opened: { sessions: [], activity, runs: 0, from: 0, span: 0, leftOut: [] },
       },
       "csrf",
     ).text;
@@ -371,7 +371,7 @@ describe("views", () => {
     const page = auditBody(
       {
         verified: { ok: true, records: records.length, head: { seq: records.length, hash: "h".repeat(64) } },
-        opened: { sessions, activity: activityView(records), runs: 1, from: 0, span: 1 },
+        opened: { sessions, activity: activityView(records), runs: 1, from: 0, span: 1, leftOut: [] },
       },
       "csrf",
     ).text;
@@ -400,7 +400,7 @@ describe("views", () => {
     const page = auditBody(
       {
         verified: { ok: true, records: 1, head: { seq: 1, hash: "h".repeat(64) } },
-        opened: { sessions: [s!], activity: [], runs: 1, from: 0, span: 1 },
+        opened: { sessions: [s!], activity: [], runs: 1, from: 0, span: 1, leftOut: [] },
       },
       "csrf",
     ).text;
