@@ -4,8 +4,12 @@
 // ended), each appended by a writer of its own as separate processes would, a console process in
 // front of it, logged in over HTTP; then the time of POST /audit/open with the passphrase (the
 // test KDF, so that scrypt is not what is measured), median and least of --rounds.
+// --decisions D: then D decisions (`approval_granted`) appended after every run, each by a writer
+// of its own as `portcullis approve` writes one, each naming one of the first runs (none on the
+// first page): records another process writes about a run, after the first shown run's start.
+// The first round is said apart (the rest are the page viewed again).
 //
-//   node bench/audit-page.mjs [--runs N] [--rounds R] [--dist DIR]
+//   node bench/audit-page.mjs [--runs N] [--decisions D] [--rounds R] [--dist DIR]
 // --dist: another build's dist/ (compare before/after on the same machine, one after the other).
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -18,11 +22,13 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const { values } = parseArgs({
   options: {
     runs: { type: "string", default: "3000" },
+    decisions: { type: "string", default: "0" },
     rounds: { type: "string", default: "5" },
     dist: { type: "string", default: join(root, "dist") },
   },
 });
 const RUNS = Number(values.runs);
+const DECISIONS = Number(values.decisions);
 const ROUNDS = Number(values.rounds);
 const DIST = resolve(values.dist);
 const dist = (p) => import(pathToFileURL(join(DIST, p)).href);
@@ -51,6 +57,19 @@ try {
       { type: "tool_result", ...call, outcome: "ok" },
       { type: "run_ended", run, serverLabel: "shop" },
     ]);
+    log.close();
+  }
+  for (let i = 0; i < DECISIONS; i++) {
+    const log = AuditLog.open(db, state, { sync: "normal" });
+    log.append({
+      type: "approval_granted",
+      run: `appended-${i % Math.max(1, RUNS - 100)}`,
+      serverLabel: "shop",
+      approvalRequest: `request-${i}`,
+      grant: `grant-${i}`,
+      tools: ["t"],
+      mode: "session",
+    });
     log.close();
   }
   db.close();
@@ -95,10 +114,13 @@ try {
       throw new Error(`audit page: ${r.status}`);
     bytes = body.length;
   }
+  const first = times[0];
   times.sort((a, b) => a - b);
   console.log(
-    `Audit page with ${RUNS.toLocaleString("en-US")} appended runs (${DIST}): ` +
-      `median ${times[Math.floor(ROUNDS / 2)].toFixed(0)} ms, least ${times[0].toFixed(0)} ms, ${bytes} bytes of HTML`,
+    `Audit page with ${RUNS.toLocaleString("en-US")} appended runs${
+      DECISIONS > 0 ? ` and ${DECISIONS.toLocaleString("en-US")} decisions after them` : ""
+    } (${DIST}): ` +
+      `median ${times[Math.floor(ROUNDS / 2)].toFixed(0)} ms, least ${times[0].toFixed(0)} ms, first ${first.toFixed(0)} ms, ${bytes} bytes of HTML`,
   );
 } finally {
   child?.kill("SIGTERM");

@@ -52,28 +52,32 @@ const ABOUT_ANOTHER_RUN: ReadonlySet<string> = new Set<AuditEventType>([
 ]);
 
 /**
- * The records that can concern the runs the given writers started: every record of those writers
- * (a gateway's records before its run's start, its server's epochs, are its run's too, and a
- * gateway over HTTP writes several runs), and, after the first of them, each record of another
- * writer of a type written about another process's run, by a writer that had started no run of its
- * own before it: those that write them (a decision's process, a lister, a gateway as it starts and
- * closes the runs of gone ones) do so before any run of theirs, while a run's own gateway writes
- * such records of its own run after its start. So a writer's own runs, appended by the thousand
- * with their ends, are not opened for another writer's run.
+ * The records that can concern the runs the given writers started: `own`, every record of those
+ * writers (a gateway's records before its run's start, its server's epochs, are its run's too, and
+ * a gateway over HTTP writes several runs), and `others`, after the first of them, each record of
+ * another writer of a type written about another process's run, by a writer that had started no
+ * run of its own before it: those that write them (a decision's process, a lister, a gateway as it
+ * starts and closes the runs of gone ones) do so before any run of theirs, while a run's own
+ * gateway writes such records of its own run after its start. So a writer's own runs, appended by
+ * the thousand with their ends, are not opened for another writer's run. Each of `others` names
+ * the run it is about (src/console/recordsAboutRuns.ts picks those of the page's runs).
  */
 export function recordsOfWriters(
   records: readonly ClearRecord[],
   writers: ReadonlySet<string>,
-): ClearRecord[] {
+): { own: ClearRecord[]; others: ClearRecord[] } {
   let first = Number.POSITIVE_INFINITY;
   const startedAt = new Map<string, number>();
   for (const r of records) {
     if (writers.has(r.writer)) first = Math.min(first, r.seq);
     if (r.type === "run_started" && !startedAt.has(r.writer)) startedAt.set(r.writer, r.seq);
   }
-  return records.filter(
-    (r) =>
-      writers.has(r.writer) ||
-      (r.seq > first && ABOUT_ANOTHER_RUN.has(r.type) && !((startedAt.get(r.writer) ?? r.seq) < r.seq)),
-  );
+  const own: ClearRecord[] = [];
+  const others: ClearRecord[] = [];
+  for (const r of records) {
+    if (writers.has(r.writer)) own.push(r);
+    else if (r.seq > first && ABOUT_ANOTHER_RUN.has(r.type) && !((startedAt.get(r.writer) ?? r.seq) < r.seq))
+      others.push(r);
+  }
+  return { own, others };
 }

@@ -666,7 +666,8 @@ export class AuditOpenError extends Error {
  */
 export class AuditRecordOpener {
   private readonly openers: Map<string, RecordOpener>;
-  private readonly keyId: string;
+  /** the id of the keyring's audit key (the first given) */
+  readonly keyId: string;
   private readonly several: boolean;
 
   constructor(privateKey: KeyObject | readonly KeyObject[]) {

@@ -34,6 +34,7 @@ import type { Store } from "../store/db.js";
 import { redactEvent } from "../util/redact.js";
 import { runsServedNow, SESSIONS_SHOWN } from "./auditSessions.js";
 import { type AuditPageData, auditViews, type LeftOutRecord } from "./pages.js";
+import { recordsAboutRuns } from "./recordsAboutRuns.js";
 
 /**
  * Start records opened at most to find the runs served now among those whose header names a
@@ -92,19 +93,25 @@ function auditPage(
   // The records picked that do not open (sealed to another key, not authenticating, or holding an
   // event of another type than their header's): left out, each said once, the rest shown.
   const unopened = new Map<number, string>();
-  const open = (records: readonly ClearRecord[]): OpenedRecord[] => {
-    for (const r of records) {
-      if (opened.has(r.seq) || unopened.has(r.seq)) continue;
-      try {
-        const o = opener.open(r.record);
-        opened.set(r.seq, { ...o, event: redactEvent(o.event) });
-      } catch (e) {
-        if (!(e instanceof AuditOpenError)) throw e;
-        unopened.set(r.seq, e.message);
-      }
+  const openOne = (r: ClearRecord): OpenedRecord | { unopened: string } => {
+    const done = opened.get(r.seq) ?? unopened.get(r.seq);
+    if (done !== undefined) return typeof done === "string" ? { unopened: done } : done;
+    try {
+      const o = opener.open(r.record);
+      const redacted = { ...o, event: redactEvent(o.event) };
+      opened.set(r.seq, redacted);
+      return redacted;
+    } catch (e) {
+      if (!(e instanceof AuditOpenError)) throw e;
+      unopened.set(r.seq, e.message);
+      return { unopened: e.message };
     }
-    return records.flatMap((r) => opened.get(r.seq) ?? []);
   };
+  const open = (records: readonly ClearRecord[]): OpenedRecord[] =>
+    records.flatMap((r) => {
+      const o = openOne(r);
+      return "event" in o ? [o] : [];
+    });
   const runOf = (start: ClearRecord): string | null => {
     const run = opened.get(start.seq)?.event.run;
     return typeof run === "string" ? run : null;
@@ -134,13 +141,18 @@ function auditPage(
   const page = slots.slice(from, from + SESSIONS_SHOWN);
   const pageStarts = page.flat();
 
-  // the records that can concern the page's runs (their starts among them), opened; then its
-  // runs in the page's order
-  const records = open(recordsOfWriters(clear, new Set(pageStarts.map((s) => s.writer))));
-  const views = auditViews(records, storedRunEnds(db));
-  const byRun = new Map(views.sessions.map((s) => [s.run, s]));
+  // the records that can concern the page's runs, opened: their writers' own (their starts among
+  // them), then those other processes wrote naming one of them; then its runs in the page's order
+  const { own, others } = recordsOfWriters(clear, new Set(pageStarts.map((s) => s.writer)));
+  const ownOpened = open(own);
   const shown = [...new Set(pageStarts.map(runOf).filter((run): run is string => run !== null))];
   const runs = new Set(shown);
+  const about = recordsAboutRuns(db, opener.keyId, others, runs, openOne, (r, why) =>
+    unopened.set(r.seq, why),
+  );
+  const records = [...ownOpened, ...about].sort((a, b) => a.seq - b.seq);
+  const views = auditViews(records, storedRunEnds(db));
+  const byRun = new Map(views.sessions.map((s) => [s.run, s]));
   return {
     sessions: shown.flatMap((run) => byRun.get(run) ?? []),
     activity: views.activity.filter((a) => runs.has(a.run)),

@@ -6,20 +6,15 @@
 // be opened"; one that broke the chain hid every record after it, the human's own run's calls
 // among them. The page now shows what it can: the human's run as `audit sessions` counts it, the
 // bad records named with their seq and why, and the command that checks the log.
-import { createHash, randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import type { Locator, Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { AuditLog } from "../../src/audit/log.js";
-import { encodeHeader, parseHeader, splitRecord } from "../../src/audit/record.js";
-import { SealingSession } from "../../src/audit/seal.js";
-import { x25519PublicKeyFromRaw } from "../../src/keyring/x25519.js";
 import { openStore } from "../../src/store/db.js";
 import { decideByCli, nextRequest } from "../helpers/approvals.js";
 import { browserSuite } from "../helpers/browser.js";
 import { runCli } from "../helpers/gateway.js";
 import { passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
+import { appendForged, gatewayOfRun } from "./forgedAudit.js";
 import { consoleGateway, consoleOf, loginWithBrowser, TRANSFER_TOOL } from "./helpers.js";
 
 const suite = browserSuite();
@@ -45,72 +40,6 @@ async function realSession(stateDir: string): Promise<SessionJson> {
   const runs = (JSON.parse(full.stdout) as SessionJson[]).filter((s) => s.run !== null);
   expect(runs).toHaveLength(1);
   return runs[0]!;
-}
-
-/** The human's gateway as its run's start record's header names it: its writer id and pid. */
-function gatewayOfRun(stateDir: string): { writer: string; pid: number } {
-  const db = openStore(stateDir);
-  try {
-    for (const record of db
-      .prepare("SELECT record FROM audit_records ORDER BY seq")
-      .pluck()
-      .all() as Buffer[]) {
-      const header = parseHeader(splitRecord(record)!.header)!;
-      if (header.type === "run_started") return { writer: header.writer, pid: header.pid };
-    }
-    throw new Error("no run_started in the log");
-  } finally {
-    db.close();
-  }
-}
-
-/**
- * A record of `type` under a canonical header, inserted at the head with SQL as any process of the
- * user can: `event` sealed to the keyring's audit public key, or, without one, random bytes that
- * open with nothing; chained to the head, or, `breaks`, with a `prev` that holds no record.
- * Returns its seq.
- */
-function appendForged(
-  stateDir: string,
-  fields: { type: string; writer?: string; pid?: number; breaks?: boolean; event?: Record<string, unknown> },
-): number {
-  const db = openStore(stateDir);
-  try {
-    const head = db.prepare("SELECT seq, record FROM audit_records ORDER BY seq DESC LIMIT 1").get() as {
-      seq: number;
-      record: Buffer;
-    };
-    const keyring = JSON.parse(readFileSync(join(stateDir, "keyring.json"), "utf8")) as {
-      audit: { keyId: string; publicKey: string };
-    };
-    const seq = head.seq + 1;
-    const session = SealingSession.start(
-      x25519PublicKeyFromRaw(Buffer.from(keyring.audit.publicKey, "base64url")),
-    );
-    const nonce = session.nextNonce();
-    const header = encodeHeader({
-      v: 1,
-      seq,
-      prev: fields.breaks
-        ? randomBytes(32).toString("hex")
-        : createHash("sha256").update(head.record).digest("hex"),
-      time: new Date().toISOString(),
-      type: fields.type,
-      writer: fields.writer ?? `01${"Z".repeat(24)}`,
-      pid: fields.pid ?? process.pid,
-      key: keyring.audit.keyId,
-      epk: session.epk,
-      nonce: nonce.toString("base64url"),
-    });
-    const record = fields.event
-      ? session.sealRecord(nonce, header, Buffer.from(JSON.stringify({ type: fields.type, ...fields.event })))
-      : Buffer.concat([Buffer.from(header, "latin1"), Buffer.from([0x0a]), randomBytes(96)]);
-    session.close();
-    db.prepare("INSERT INTO audit_records (seq, record) VALUES (?, ?)").run(seq, record);
-    return seq;
-  } finally {
-    db.close();
-  }
 }
 
 /** Opens the audit in the console the gateway started, logged in with the passphrase. */

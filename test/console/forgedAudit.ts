@@ -1,0 +1,112 @@
+// Audit records as any process of the user can write them into the store with SQL: under a
+// canonical header of its choosing, sealed to the keyring's audit public key (which it reads) or
+// random bytes that open with nothing.
+import { createHash, randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { encodeHeader, parseHeader, splitRecord } from "../../src/audit/record.js";
+import { SealingSession } from "../../src/audit/seal.js";
+import { x25519PublicKeyFromRaw } from "../../src/keyring/x25519.js";
+import { openStore } from "../../src/store/db.js";
+
+/** The human's gateway as its run's start record's header names it: its writer id and pid. */
+export function gatewayOfRun(stateDir: string): { writer: string; pid: number } {
+  const db = openStore(stateDir);
+  try {
+    for (const record of db
+      .prepare("SELECT record FROM audit_records ORDER BY seq")
+      .pluck()
+      .all() as Buffer[]) {
+      const header = parseHeader(splitRecord(record)!.header)!;
+      if (header.type === "run_started") return { writer: header.writer, pid: header.pid };
+    }
+    throw new Error("no run_started in the log");
+  } finally {
+    db.close();
+  }
+}
+
+interface Forged {
+  type: string;
+  writer?: string;
+  pid?: number;
+  /** sealed to the keyring's audit public key; without it, random bytes that open with nothing */
+  event?: Record<string, unknown>;
+}
+
+/** The bytes of a record of `type` at `seq` after `prev`, under a canonical header. */
+function forgedRecord(stateDir: string, seq: number, prev: string, fields: Forged): Buffer {
+  const keyring = JSON.parse(readFileSync(join(stateDir, "keyring.json"), "utf8")) as {
+    audit: { keyId: string; publicKey: string };
+  };
+  const session = SealingSession.start(
+    x25519PublicKeyFromRaw(Buffer.from(keyring.audit.publicKey, "base64url")),
+  );
+  const nonce = session.nextNonce();
+  const header = encodeHeader({
+    v: 1,
+    seq,
+    prev,
+    time: new Date().toISOString(),
+    type: fields.type,
+    writer: fields.writer ?? `01${"Z".repeat(24)}`,
+    pid: fields.pid ?? process.pid,
+    key: keyring.audit.keyId,
+    epk: session.epk,
+    nonce: nonce.toString("base64url"),
+  });
+  const record = fields.event
+    ? session.sealRecord(nonce, header, Buffer.from(JSON.stringify({ type: fields.type, ...fields.event })))
+    : Buffer.concat([Buffer.from(header, "latin1"), Buffer.from([0x0a]), randomBytes(96)]);
+  session.close();
+  return record;
+}
+
+/**
+ * A record inserted at the head with SQL: chained to the head, or, `breaks`, with a `prev` that
+ * holds no record. Returns its seq.
+ */
+export function appendForged(stateDir: string, fields: Forged & { breaks?: boolean }): number {
+  const db = openStore(stateDir);
+  try {
+    const head = db.prepare("SELECT seq, record FROM audit_records ORDER BY seq DESC LIMIT 1").get() as {
+      seq: number;
+      record: Buffer;
+    };
+    const prev = fields.breaks
+      ? randomBytes(32).toString("hex")
+      : createHash("sha256").update(head.record).digest("hex");
+    const seq = head.seq + 1;
+    db.prepare("INSERT INTO audit_records (seq, record) VALUES (?, ?)").run(
+      seq,
+      forgedRecord(stateDir, seq, prev, fields),
+    );
+    return seq;
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * The record at `seq` replaced in place by another with the same place in the chain (its `prev`):
+ * the store's trigger against updates dropped, the row rewritten, the trigger made again.
+ */
+export function rewriteRecord(stateDir: string, seq: number, fields: Forged): void {
+  const db = openStore(stateDir);
+  try {
+    const old = db.prepare("SELECT record FROM audit_records WHERE seq = ?").pluck().get(seq) as Buffer;
+    const prev = parseHeader(splitRecord(old)!.header)!.prev;
+    const trigger = db
+      .prepare("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'audit_records_no_update'")
+      .pluck()
+      .get() as string;
+    db.exec("DROP TRIGGER audit_records_no_update");
+    db.prepare("UPDATE audit_records SET record = ? WHERE seq = ?").run(
+      forgedRecord(stateDir, seq, prev, fields),
+      seq,
+    );
+    db.exec(trigger);
+  } finally {
+    db.close();
+  }
+}
