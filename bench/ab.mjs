@@ -7,7 +7,7 @@
 // gateways driven call by call held within ±8 % at that load, and 1.01 for a build against itself.
 //
 //   node bench/ab.mjs --base OTHER/dist/cli/main.js [--calls N] [--repeat R] [--method tools/call|ping]
-//                     [--first | --start] [-- extra run options, default --audit-sync normal]
+//                     [--approval none|session [--base-approval none|session]] [--first | --start] [-- extra run options, default --audit-sync normal]
 //
 // Prints, per repetition, each gateway's CPU time per call (all its threads, /proc schedstat) and
 // its p50 round trip at c=1, then the ratios this/base and their median over the repetitions.
@@ -24,6 +24,12 @@
 // --start --cold: cold starts instead, as bench/startup's (a fresh state directory, its keyring
 // made beforehand, and a fresh digest cache for every start: the whole tree is digested); the
 // CPU is then the process's own count, which keeps the time of the hashing threads that ended.
+// --approval session: the grant path instead of `--approval none`: each gateway's first call waits
+// for a human, and is approved for the session the way bench/relay's "pc grant" path does it
+// (`portcullis approvals --json`, then `approve ID --for session`, each through that gateway's own
+// build, in its state directory), so that every measured call is covered by that session grant.
+// --base-approval: the base gateway's mode when it is not --approval's: with --base naming this
+// build's own main.cjs, the grant path against `--approval none` in the same moments.
 // Needs `npm run build` (this build) and the other build's dist/. Linux only (schedstat).
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -42,6 +48,8 @@ const { values, positionals } = parseArgs({
     first: { type: "boolean", default: false },
     start: { type: "boolean", default: false },
     cold: { type: "boolean", default: false },
+    approval: { type: "string", default: "none" },
+    "base-approval": { type: "string" },
   },
   allowPositionals: true,
 });
@@ -51,23 +59,54 @@ if (!values.base) {
   );
   process.exit(2);
 }
+const RUN_ARGS = positionals.length > 0 ? positionals : ["--audit-sync", "normal"];
+const BASE_APPROVAL = values["base-approval"] ?? values.approval;
+for (const [flag, mode] of [
+  ["--approval", values.approval],
+  ["--base-approval", BASE_APPROVAL],
+]) {
+  if (mode !== "none" && mode !== "session") {
+    process.stderr.write(`ab bench: ${flag} is none or session, not ${JSON.stringify(mode)}\n`);
+    process.exit(2);
+  }
+}
+if (RUN_ARGS.some((a) => a === "--approval" || a.startsWith("--approval="))) {
+  process.stderr.write(
+    "ab bench: give the approval mode with --approval (and --base-approval), not after --\n",
+  );
+  process.exit(2);
+}
+const GRANTS = values.approval === "session" || BASE_APPROVAL === "session";
+if (GRANTS && (values.start || values.first || values.method !== "tools/call")) {
+  process.stderr.write("ab bench: --approval session measures tools/call only, without --first or --start\n");
+  process.exit(2);
+}
 const CALLS = Number(values.calls);
 const WARMUP = 1500;
-const RUN_ARGS = positionals.length > 0 ? positionals : ["--audit-sync", "normal"];
 const SERVER = [process.execPath, join(REPO, "test", "fixtures", "servers", "echo.mjs")];
 const ENV = Object.fromEntries(
   ["HOME", "LOGNAME", "PATH", "USER"].flatMap((k) => (process.env[k] ? [[k, process.env[k]]] : [])),
 );
 
 /** A gateway of build `cli` with its own state directory, and a bare JSON-RPC client for it. */
-function gateway(cli) {
+function gateway(cli, approvalMode) {
   const stateDir = mkdtempSync(join(tmpdir(), "portcullis-ab-"));
   const passFile = `${stateDir}.pass`;
   writeFileSync(passFile, "bench-passphrase-not-secret\n", { mode: 0o600 });
   const env = { ...ENV, PORTCULLIS_PASSPHRASE_FILE: passFile };
   const init = spawnSync(process.execPath, [cli, "init", "--state-dir", stateDir], { env, encoding: "utf8" });
   if (init.status !== 0) throw new Error(`${cli} init: ${init.stderr.trim().split("\n")[0]}`);
-  const args = [cli, "run", "--state-dir", stateDir, "--label", "ab", "--approval", "none", ...RUN_ARGS];
+  const args = [
+    cli,
+    "run",
+    "--state-dir",
+    stateDir,
+    "--label",
+    "ab",
+    "--approval",
+    approvalMode,
+    ...RUN_ARGS,
+  ];
   const child = spawn(process.execPath, [...args, "--", ...SERVER], {
     stdio: ["pipe", "pipe", "ignore"],
     env,
@@ -104,7 +143,31 @@ function gateway(cli) {
     rmSync(stateDir, { recursive: true, force: true });
     rmSync(passFile, { force: true });
   };
-  return { request, cpuNs, close, child, latencies: [], cpu0: 0 };
+  return { request, cpuNs, close, child, cli, stateDir, env, approvalMode, latencies: [], cpu0: 0 };
+}
+
+/**
+ * Approves, for the session, the first approval request that appears in gateway `g`'s state
+ * directory, through its own build's CLI: as bench/relay.mjs's approveFirstRequest, a human would.
+ */
+async function approveFirstRequest(g) {
+  const cli = (...args) =>
+    spawnSync(process.execPath, [g.cli, ...args, "--state-dir", g.stateDir], {
+      env: g.env,
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+  for (let tries = 0; tries < 600; tries++) {
+    const listed = cli("approvals", "--json");
+    const id = listed.status === 0 ? JSON.parse(listed.stdout).requests[0]?.request : undefined;
+    if (id) {
+      const approved = cli("approve", id, "--for", "session");
+      if (approved.status !== 0) throw new Error(`${g.cli} approve failed: ${approved.stderr.trim()}`);
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${g.cli}: no approval request appeared`);
 }
 
 const params = values.method === "ping" ? {} : { name: "echo", arguments: { message: "ab" } };
@@ -117,7 +180,10 @@ async function one(g) {
 
 /** This build's gateway and the base's, each past its handshake. */
 async function handshakenPair() {
-  const pair = [gateway(join(REPO, "dist", "cli", "main.cjs")), gateway(resolve(values.base))];
+  const pair = [
+    gateway(join(REPO, "dist", "cli", "main.cjs"), values.approval),
+    gateway(resolve(values.base), BASE_APPROVAL),
+  ];
   try {
     for (const g of pair) {
       const init = {
@@ -127,6 +193,13 @@ async function handshakenPair() {
       };
       await g.request("initialize", init);
       g.child.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n');
+      if (g.approvalMode === "session") {
+        // the first call waits for a human: approved for the session, every later call is covered
+        await g.request("tools/list", {});
+        const first = one(g);
+        await approveFirstRequest(g);
+        await first;
+      }
     }
   } catch (e) {
     for (const g of pair) g.close();
@@ -328,7 +401,7 @@ if (values.first) {
   process.exit(0);
 }
 console.log(
-  `ab bench: ${values.method} against the echo fixture, c=1, ${CALLS} calls each, alternating; run ${RUN_ARGS.join(" ")}`,
+  `ab bench: ${values.method} against the echo fixture, c=1, ${CALLS} calls each, alternating; run --approval ${values.approval}${BASE_APPROVAL === values.approval ? "" : ` (base: --approval ${BASE_APPROVAL})`} ${RUN_ARGS.join(" ")}`,
 );
 console.log(`this: ${join(REPO, "dist", "cli", "main.cjs")}\nbase: ${resolve(values.base)}`);
 const ratios = { cpu: [], p50: [] };
