@@ -42,8 +42,8 @@ export class DecisionVerifier {
   /** ignored pin records already told to onIgnoredPins */
   private toldIgnored = 0;
   private readonly passkeys: PasskeyChain;
-  /** the audit public key, once trusted() succeeded (for authorityHolds) */
-  private audit: KeyObject | null = null;
+  /** the audit public key, once trusted() succeeded (for authorityHolds), and its raw bytes */
+  private audit: { key: KeyObject; raw: Buffer } | null = null;
   private readonly rowsBetween: (after: number, upTo: number) => number;
   private readonly lastSeq: () => number | null;
   /** the chain's seqs looked at for a gap: up to this one, all present */
@@ -152,7 +152,7 @@ export class DecisionVerifier {
             why: "the keyring has no approver key yet (the next approve or deny adds and pins it)",
           };
     }
-    const chain = this.pins.follow(approver.publicKeyRaw, keyring.publicKey, earlierOf(keyring));
+    const chain = this.pins.follow(approver.publicKeyRaw, keyring.publicKeyRaw, earlierOf(keyring));
     if (this.pins.ignored.length > this.toldIgnored) {
       this.toldIgnored = this.pins.ignored.length;
       this.onIgnoredPins(this.pins.ignored);
@@ -179,7 +179,7 @@ export class DecisionVerifier {
         mismatch: true,
       };
     }
-    this.audit = keyring.publicKey;
+    this.audit = { key: keyring.publicKey, raw: keyring.publicKeyRaw };
     return { ok: true, key: this.pinned!.key, audit: keyring.publicKey };
   }
 
@@ -215,12 +215,12 @@ export class DecisionVerifier {
       // end (the pin records written since the last look, through their index; no keyring read:
       // the grant's next verification reads keyring.json)
       if (!this.pinned || !this.audit) return false;
-      const chain = this.pins.follow(this.pinned.raw, this.audit);
+      const chain = this.pins.follow(this.pinned.raw, this.audit.raw);
       return chain.state === "head" && this.verifiedBy.get(signature) === chain.head.approverKeyId;
     }
     const assertion = parsePasskeySignature(signature);
     if (!assertion || !this.pinned || !this.audit) return false;
-    return this.passkeys.lookup(assertion.credentialId, this.pinned.key, this.audit).ok;
+    return this.passkeys.lookup(assertion.credentialId, this.pinned.key, this.audit.key).ok;
   }
 
   /**

@@ -408,6 +408,47 @@ describe("a forged passkey decision is ignored and recorded as decision_rejected
     await rejected(w, /is not pinned in the audit chain/);
   });
 
+  it("removed after its grant covered calls through step 8: the very next call's step 8 sees the removal", async () => {
+    // The per-call look for a removal remembers, per credential, where its removal record would be
+    // found (the removal session's epk), never whether one was found: covered calls first, so that
+    // anything remembered is remembered; then the removal, written by another connection.
+    const key = await registered();
+    const bystander = await registered("another key");
+    const run = testRun(db);
+    const { auth, rec } = makeAuthorizer(db, run);
+    const asked = auth.obtain(callOf(publishPreview, EPOCH));
+    const req = await pendingOf(other, run);
+    const prepared = preparePasskeyDecision(other, req.request, "approve");
+    const { grant } = await completePasskeyDecision(other, prepared, key.assert(prepared.options.challenge), {
+      ...EXPECT,
+      stateDir: dir,
+    });
+    expect(await asked).toEqual({ grant: grant!.grant });
+    for (let i = 0; i < 3; i++)
+      expect(await throughStep8(auth, () => callOf(publishPreview, EPOCH))).toEqual({ grant: grant!.grant });
+    // another passkey's removal takes nothing from this one
+    removePasskey(other, dir, bystander.id, "test");
+    expect(await throughStep8(auth, () => callOf(publishPreview, EPOCH))).toEqual({ grant: grant!.grant });
+
+    removePasskey(other, dir, key.id, "test");
+    // the grant's end undone by a store writer: only the removal record can stop the call
+    other
+      .prepare("UPDATE grants SET ended_at = NULL, ended_reason = NULL WHERE grant_id = ?")
+      .run(grant!.grant);
+    const asksAgain = throughStep8(auth, () => callOf(publishPreview, EPOCH));
+    const req2 = await pendingOf(other, run);
+    expect(req2.request).not.toBe(req.request);
+    expect(rec.events).toContainEqual(
+      expect.objectContaining({
+        type: "decision_rejected",
+        grant: grant!.grant,
+        why: expect.stringMatching(/was removed/),
+      }),
+    );
+    other.prepare("UPDATE approval_requests SET state = 'cancelled' WHERE request = ?").run(req2.request);
+    await asksAgain;
+  });
+
   it("by a removed credential: its grants stop covering, its new decisions are refused", async () => {
     const key = await registered();
     const run = testRun(db);

@@ -35,7 +35,7 @@ export function pinChain(stateDir: string): string[] | null {
   const keyring = loadPublicKeyring(stateDir)!;
   const db = openStore(stateDir);
   try {
-    const s = new PinTracker(db).follow(keyring.approver!.publicKeyRaw, keyring.publicKey, {
+    const s = new PinTracker(db).follow(keyring.approver!.publicKeyRaw, keyring.publicKeyRaw, {
       approvers: keyring.earlierApprovers,
       audits: keyring.earlierAudits,
     });

@@ -67,7 +67,7 @@ describe("the chain of pins after rotations", () => {
     db = openStore(stateDir);
     try {
       const pins = new PinTracker(db);
-      const chain = pins.follow(now.approver!.publicKeyRaw, now.publicKey, {
+      const chain = pins.follow(now.approver!.publicKeyRaw, now.publicKeyRaw, {
         approvers: now.earlierApprovers,
         audits: now.earlierAudits,
       });
