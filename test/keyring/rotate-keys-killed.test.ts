@@ -35,23 +35,7 @@ async function killedAt(stateDir: string, when: "before" | "after"): Promise<voi
 }
 
 /** The approver key id at the end of the chain of pins, as a gateway follows it. */
-<<<<<<< HEAD
 const chainHead = (stateDir: string) => pinChain(stateDir)?.at(-1) ?? null;
-=======
-function chainHead(stateDir: string): string | null {
-  const keyring = loadPublicKeyring(stateDir)!;
-  const db = openStore(stateDir);
-  try {
-    const s = new PinTracker(db).follow(keyring.approver!.publicKeyRaw, keyring.publicKeyRaw, {
-      approvers: keyring.earlierApprovers,
-      audits: keyring.earlierAudits,
-    });
-    return s.state === "head" ? s.head.approverKeyId : null;
-  } finally {
-    db.close();
-  }
-}
->>>>>>> 2c51a51b (grant path: a covered call's authority check no longer DER-exports the audit key, and a passkey's removal-session epk is derived once per credential)
 
 describe("portcullis rotate-keys killed around its rename", () => {
   it("killed before its rename: the old keyring, the old passphrase, the same chain; a rotation after it succeeds", async () => {
