@@ -813,7 +813,11 @@ function headerBehind(db: Store, newest: number): boolean {
  * (src/cli/run.ts, knownStore), so once is enough to give it back its early start. Only a version
  * this portcullis knows (checkSchema refused a newer store before this). Best effort, never
  * waited for: another process holding the write lock leaves it for the next opening. Returns
- * whether it wrote.
+ * whether it wrote. A write the store refuses (a read-only file, a full disk) is thrown: it is
+ * the opening's first write, and the opening's catch gives it the sentence probeWritable's refusal
+ * gets, naming the file and the fix (test/store/header-version-unwritable.test.ts); swallowed,
+ * a full disk or a file size limit the probe's rolled-back page never meets would let a gateway
+ * start and fail at its first record.
  */
 function writeHeaderVersion(db: Store): boolean {
   const timeout = Number(db.pragma("busy_timeout", { simple: true }));
