@@ -56,6 +56,7 @@ import {
   passedByLine,
   type Unclosed,
   watchRequests,
+  withoutWaiting,
 } from "./approvalsLive.js";
 import { oneOf, parse, refuseEmpty } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
@@ -64,6 +65,12 @@ import { keyringAdvice } from "./keyringAdvice.js";
 import { PASSPHRASE_FILE_ENV, PASSPHRASE_HELP, PassphraseError, readPassphrase } from "./passphrase.js";
 import { readWithoutWritingLine, sayReadWithoutWriting } from "./readWithoutWriting.js";
 import { drawnOrUnreadable, refuseUnreadable, requestJson, unreadableReview } from "./unreadableReview.js";
+import {
+  openWritableAgain,
+  triesWritableAgain,
+  WRITABLE_RETRY_MS,
+  watchCannotCloseNote,
+} from "./writableAgain.js";
 
 export type ApprovalsCommandName = "approvals" | "approve" | "deny" | "grants" | "revoke";
 
@@ -255,6 +262,9 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
   // disk, or under a file size limit, is read all the same, saying so. A decision is a write.
   const lists = name === "approvals" || name === "grants";
   const db = lists ? openStoreToRead(stateDir) : openExistingStore(stateDir);
+  // a --watch over a store opened only to read: the connection it closes through once the store
+  // can be written again (writableAgain.ts)
+  let writer: Store | null = null;
   try {
     // A live list drawn from a copy in memory would stay as the store was when it began (a request
     // a gateway asks for afterwards never shown): refused, saying why, rather than shown as live.
@@ -266,21 +276,30 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
     // the line said when a write of the closing was refused (a full disk, a file size limit, a
     // read-only file): said once while it holds; a --watch tries again at each tick
     let writeRefusedSaid = "";
+    // when such a --watch tries to open the store to write next
+    let nextWritableTry = 0;
     // What a dead gateway left pending, or what is overdue, is closed before anything is listed or
     // decided. Returns the could-not-close line while it stands (a --watch says it again after
     // clearing a terminal, and tries again at its next tick when another process held the lock or
     // the write was refused), else null. `again`: what the try before this one (a --watch's, at a
     // tick where nothing changed) could not close.
     const sweep = (again?: Unclosed): Unclosed | null => {
-      const refused = readWithoutWriting(db);
+      // a --watch over a store it opened only to read closes through a second connection once
+      // the store can be written again (writableAgain.ts)
+      const refused = writer ? undefined : readWithoutWriting(db);
+      const through = writer ?? db;
       if (!refused) {
         try {
-          const closed = expireAbandoned(db, stateDir, `'portcullis ${name}' (pid ${process.pid})`);
+          // a retry of a --watch waits for no lock (watchRequests: withoutWaiting); the second
+          // connection is not the one it set that on
+          const closed =
+            again && writer ? withoutWaiting(writer, () => expire(writer as Store)) : expire(through);
           // what a --watch said it could not close is closed now: said, as its warning was
-          if ((couldNotCloseSaid !== "" || writeRefusedSaid !== "") && closed.length > 0)
+          if ((couldNotCloseSaid !== "" || writeRefusedSaid !== "" || notClosedSaid) && closed.length > 0)
             process.stderr.write(`${closedAfterAllLine(name, closed)}\n`);
           couldNotCloseSaid = "";
           writeRefusedSaid = "";
+          notClosedSaid = false;
           return null;
         } catch (e) {
           const cause = storeFailure(e)?.reason;
@@ -307,14 +326,28 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
           return { line, retry: true };
         }
       }
-      // a store opened only to read (a full disk, a file size limit as it was opened): said once
-      // (a --watch sweeps at every change), with what is left pending; this connection cannot
-      // write, so nothing is tried again
-      if (notClosedSaid) return null;
+      // a store opened only to read (a read-only file, a full disk, a file size limit as it was
+      // opened): said once (a --watch sweeps at every change), with what is left pending. This
+      // connection cannot write: a list is done; a --watch says what it does about it, and tries
+      // every few seconds to open the store to write (not under a file size limit, its own)
+      const watching = name === "approvals" && !!v.watch;
+      const line = readWithoutWritingLine(
+        name,
+        refused,
+        [notClosed(db), ...(watching ? [watchCannotCloseNote(refused, stateDir)] : [])].join("; "),
+      );
+      if (!notClosedSaid) process.stderr.write(`${line}\n`);
       notClosedSaid = true;
-      process.stderr.write(`${readWithoutWritingLine(name, refused, notClosed(db))}\n`);
-      return null;
+      if (!watching || !triesWritableAgain(refused)) return null;
+      const now = Date.now();
+      if (now < nextWritableTry) return { line, retry: true };
+      nextWritableTry = now + WRITABLE_RETRY_MS;
+      writer = openWritableAgain(stateDir);
+      // writable again: closed through it now, as a store writable from the start is
+      return writer ? sweep(again) : { line, retry: true };
     };
+    const expire = (store: Store): string[] =>
+      expireAbandoned(store, stateDir, `'portcullis ${name}' (pid ${process.pid})`);
     if (name === "grants") sayReadWithoutWriting(db, "grants");
     // (a --watch sweeps at its first tick, before its first read: swept here too, it waited out
     // the busy timeout twice under another process's lock before it showed anything)
@@ -341,6 +374,7 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
     // A store file deleted or replaced while the human read the review or typed the passphrase
     // (the decision was then refused): the store is left open, not checkpointed from an orphaned log.
     closeStoreUnlessLost(db);
+    if (writer) closeStoreUnlessLost(writer);
   }
   return EXIT_USAGE;
 }

@@ -242,7 +242,7 @@ export async function watchRequests(
  * after): a lock still held fails it at once, and the watch stays at its ticks and its Ctrl-C
  * rather than in a wait of the busy timeout (10 s by default) at every one of them.
  */
-function withoutWaiting<T>(db: Store, sweep: () => T): T {
+export function withoutWaiting<T>(db: Store, sweep: () => T): T {
   const timeout = Number(db.pragma("busy_timeout", { simple: true }));
   db.pragma("busy_timeout = 0");
   try {
