@@ -28,6 +28,7 @@ import {
 } from "./requests.js";
 import { buildReview, renderTool, reviewArguments } from "./review.js";
 import type { RunEndWatch } from "./runEndWatch.js";
+import { letGo, vouchFor } from "./vouch.js";
 
 /** What the gateway hears while a call waits for a human. */
 export interface AskHooks {
@@ -573,8 +574,12 @@ export class HumanAsker {
       review = this.minimalReview(id, createdAt, expiresAt, call, mode, (e as Error).message);
     }
     // As it is stored (JSON text) and shown, so that the human's digest can match it.
+    const stored = JSON.parse(JSON.stringify(review)) as unknown;
+    // this process's mark of the request, before its row exists: a reader tells it from a row
+    // another process wrote (vouch.ts); let go again below when the row is not written
+    vouchFor(db, id, stored);
     this.parts.decisions.asks(id, {
-      reviewDigest: reviewDigest(JSON.parse(JSON.stringify(review))),
+      reviewDigest: reviewDigest(stored),
       epoch: call.epoch,
       tool: call.tool,
       fingerprint: call.fingerprint,
@@ -604,6 +609,33 @@ export class HumanAsker {
     // the lock past the busy timeout) or the gateway was killed meanwhile. Waited for as an
     // intent is: while another process holds the lock the group is tried again, the event loop
     // free (a flush here held it a whole busy timeout).
+    try {
+      await this.storeRequest(call, request, event, id, connectionEnds, written);
+    } catch (e) {
+      letGo(id);
+      throw e;
+    }
+    const sd = this.o.stateDirFlag ?? "";
+    this.o.log.info(
+      `approval needed for ${quotedName(call.tool)}${call.read?.via ? ` (asked as ${call.read.via})` : ""} (${mode}) on epoch ${call.epoch}, ` +
+        // each command last on its line, in no quotes of the line's own: it pastes as a whole
+        // however its state directory is quoted (stateDirFlagFor)
+        `pending until ${expiresAt}; to approve it, run in a terminal: portcullis approve ${id}${sd}`,
+    );
+    this.o.log.info(`or to deny ${id}, run: portcullis deny ${id}${sd}`);
+    return id;
+  }
+
+  /** Writes the request's row with its record, or on its own when the record could not be written. */
+  private async storeRequest(
+    call: ApprovedCall,
+    request: Parameters<typeof insertRequest>[1],
+    event: (request: string) => { type: string; [k: string]: unknown },
+    id: string,
+    connectionEnds: AbortSignal | undefined,
+    written: (() => void) | undefined,
+  ): Promise<void> {
+    const { db } = this.o;
     let recorded = false;
     try {
       recorded = await this.o.events.emitDurable(event(id), () => {
@@ -636,15 +668,6 @@ export class HumanAsker {
       }
       this.parts.emit(event(id));
     }
-    const sd = this.o.stateDirFlag ?? "";
-    this.o.log.info(
-      `approval needed for ${quotedName(call.tool)}${call.read?.via ? ` (asked as ${call.read.via})` : ""} (${mode}) on epoch ${call.epoch}, ` +
-        // each command last on its line, in no quotes of the line's own: it pastes as a whole
-        // however its state directory is quoted (stateDirFlagFor)
-        `pending until ${expiresAt}; to approve it, run in a terminal: portcullis approve ${id}${sd}`,
-    );
-    this.o.log.info(`or to deny ${id}, run: portcullis deny ${id}${sd}`);
-    return id;
   }
 
   private minimalReview(

@@ -17,6 +17,7 @@ import {
   type Decision,
   DecisionError,
   decideRequest,
+  type PendingRequest,
   pendingPage,
   pendingRequest,
   pendingRequests,
@@ -24,6 +25,7 @@ import {
 import { getRun } from "../approval/runs.js";
 import { epochMovedOn } from "../approval/serverEpoch.js";
 import { ShownDecisions } from "../approval/shownDecisions.js";
+import { gatewayVouches } from "../approval/vouch.js";
 import { displayName, safeText } from "../catalog/text.js";
 import { notPortcullisPhrase, runsPortcullisCommand } from "../identity/proc.js";
 import type { DecisionSigner } from "../keyring/approver.js";
@@ -52,7 +54,9 @@ import {
   askDecision,
   hasTerminal,
   LISTED_REQUESTS,
+  NOT_VOUCHED_NOTE,
   nextDecidable,
+  notVouchedLine,
   passedByLine,
   type Unclosed,
   watchRequests,
@@ -495,8 +499,15 @@ function review(req: Parameters<typeof renderReview>[0], verbose: boolean, decid
 }
 
 function listRequests(db: Store, json: boolean, verbose: boolean, stateDir: string, all: boolean): number {
+  // whether each request's gateway vouches for its row (vouch.ts; null where none can: not Linux)
+  const sockets = new Map<string, Set<string> | null>();
+  const vouches = (r: PendingRequest) => (r.waiting ? gatewayVouches(db, r, sockets) : null);
   if (json) {
-    process.stdout.write(`${printableJson({ requests: pendingRequests(db).map(requestJson) })}\n`);
+    const requests = pendingRequests(db).map((r) => ({
+      ...(requestJson(r) as Record<string, unknown>),
+      gatewayVouches: vouches(r),
+    }));
+    process.stdout.write(`${printableJson({ requests })}\n`);
     return EXIT_OK;
   }
   // the console's order (pendingPage), turned over: the newest printed last, next to the prompt
@@ -523,7 +534,8 @@ function listRequests(db: Store, json: boolean, verbose: boolean, stateDir: stri
       run && olderThan(schema, APPROVALS_HONOURED_SINCE)
         ? `\n  decide     only a denial: its gateway (pid ${run.gatewayPid}) was started by an older portcullis (${schemaPhrase(schema)}), which cannot verify this version's approvals; ${restartAdvice(run)}, or deny: portcullis deny ${r.request}${sd}`
         : `\n  decide     portcullis approve ${r.request}${sd}   or   portcullis deny ${r.request}${sd}`;
-    process.stdout.write(`${shown.text}${shown.readable ? decide : ""}\n\n`);
+    const mark = vouches(r) === false ? `\n  ${NOT_VOUCHED_NOTE}` : "";
+    process.stdout.write(`${shown.text}${mark}${shown.readable ? decide : ""}\n\n`);
   }
   return EXIT_OK;
 }
@@ -625,13 +637,17 @@ async function decideNext(
   verbose: boolean,
   json: boolean,
 ): Promise<number> {
-  const { pick: picked, notPortcullis } = nextDecidable(db, stateDir);
-  const passedBy = passedByLine(notPortcullis, stateDir);
+  const { pick: picked, notPortcullis, notVouched } = nextDecidable(db, stateDir);
+  const verb = choice === "deny" ? "deny" : "approve";
+  const passedBy = [passedByLine(notPortcullis, stateDir), notVouchedLine(notVouched, stateDir)]
+    .filter((l) => l !== null)
+    .map((l) => `${verb} --next: ${l}.\n`)
+    .join("");
   // named by the command, as its other refusals are ("portcullis approve --next: …")
   if (!picked)
     return fail(
       EXIT_USAGE,
-      `${choice === "deny" ? "deny" : "approve"} --next: ${nothingToDecide(db, stateDir, notPortcullis.length)}`,
+      `${verb} --next: ${nothingToDecide(db, stateDir, notPortcullis.length, notVouched.length)}`,
     );
   const req = picked.req;
   // without a choice and without a terminal to ask on: refused before the review is printed (a
@@ -650,9 +666,8 @@ async function decideNext(
   if (notHonoured) throw new DecisionError(notHonoured, "not-allowed");
   // the choice is asked on the terminal when none was given, and the passphrase too without a file
   // which request, and why that one: the oldest a call waits on is not always the oldest listed
-  const verb = choice === "deny" ? "deny" : "approve";
   showHuman(
-    `${verb} --next: ${req.request} (${subjectOf(req)}), ${picked.why}.\n${passedBy ? `${verb} --next: ${passedBy}.\n` : ""}${review(req, verbose, true)}\n\n`,
+    `${verb} --next: ${req.request} (${subjectOf(req)}), ${picked.why}.\n${passedBy}${review(req, verbose, true)}\n\n`,
     !choice || typedPassphrase(),
     json,
   );
@@ -672,8 +687,12 @@ async function decideNext(
  * cannot be read (nextDecidable passes them by; 'no approval request is pending' would contradict
  * the list that shows them).
  */
-function nothingToDecide(db: Store, stateDir: string, notPortcullis: number): string {
+function nothingToDecide(db: Store, stateDir: string, notPortcullis: number, notVouched: number): string {
   const n = pendingRequests(db).filter((r) => r.waiting && unreadableReview(r) !== null).length;
+  if (notVouched > 0 && notPortcullis === 0) {
+    const m = notVouched;
+    return `no approval request can be decided with --next: ${m === 1 ? "the gateway of the one pending request does" : `the gateways of the ${m} pending requests do`} not vouch for ${m === 1 ? "it" : "them"} (a gateway holds a mark of each request it makes, with its review; ${m === 1 ? "this row was" : "these rows were"} written by another process, or rewritten since); read ${m === 1 ? "it" : "them"} with ${quotedCommand("approvals", stateDir)} and decide one by its ID only if a gateway printed that ID for you.`;
+  }
   if (notPortcullis > 0) {
     const m = notPortcullis;
     const whose =
@@ -683,6 +702,10 @@ function nothingToDecide(db: Store, stateDir: string, notPortcullis: number): st
   if (n === 0) return "no approval request is pending.";
   return `no approval request can be decided: the stored review of the ${n === 1 ? "one" : n} pending cannot be read (${quotedCommand("approvals", stateDir)} lists ${n === 1 ? "it" : "them"}).`;
 }
+
+/** What `approve ID` says of a request its gateway does not vouch for. */
+const NOT_VOUCHED_WARNING = (id: string) =>
+  `warning: the gateway of ${id} does not vouch for it (it holds no mark of this request with this review): the row may have been written by another process; approve it only if a gateway printed this ID for you`;
 
 /** The refusal of --for session for a per-call tool's request, as every decision path says it. */
 const PER_CALL_ONLY = (req: ApprovalRequest) =>
@@ -720,6 +743,10 @@ async function approve(
   // nobody was shown).
   const seen = shown ?? listed(db, req);
   if (!shown) showHuman(`${review(seen, verbose, true)}\n\n`, typedPassphrase(), json);
+  // a row its gateway does not vouch for (vouch.ts): decided by its ID all the same, since the human
+  // may know it to be theirs, but said before the passphrase, next to what is approved
+  if (!shown && gatewayVouches(db, seen) === false)
+    showHuman(`approve: ${NOT_VOUCHED_WARNING(id)}\n`, typedPassphrase(), json);
   // A one-call approval signs the digest of exactly these arguments: not over a review that cut
   // one or left one out (an agent pads the harmful part past what the card shows). Refused before
   // the passphrase; the verbose review shows them whole. A session grant covers the tool's calls

@@ -8,6 +8,7 @@ import { ReadStream } from "node:tty";
 import { renderReview, renderReviewCard } from "../approval/render.js";
 import { getRequest, type PendingRequest, pendingPage, pendingRequests } from "../approval/requests.js";
 import { getRun } from "../approval/runs.js";
+import { gatewayVouches } from "../approval/vouch.js";
 import { safeText } from "../catalog/text.js";
 import { runsPortcullisCommand } from "../identity/procPortcullis.js";
 import type { Store } from "../store/db.js";
@@ -46,6 +47,12 @@ export interface NextChoice {
    * line as read here, portcullis running `run` (src/identity/procPortcullis.ts): passed by.
    */
   notPortcullis: PendingRequest[];
+  /**
+   * Pending requests whose gateway is portcullis's `run` by its command line but does not vouch
+   * for the row (src/approval/vouch.ts: it holds no mark of the request, with its review): a row
+   * another process wrote naming a real gateway's run, or a review rewritten since. Passed by.
+   */
+  notVouched: PendingRequest[];
 }
 
 /**
@@ -63,8 +70,10 @@ export interface NextChoice {
  * the recorded start time is taken; the others are returned, for the command to say it passed
  * them by (`approve ID` still decides one, once the human has read it). A gateway whose command
  * line cannot be read here (another PID namespace, no /proc entry for it) is one of those: deny
- * first. And the line says how many newer requests wait beside the one taken, so that the human
- * knows it is not the only one.
+ * first. A row that copies a real gateway's run passes that check: it must also be one the
+ * gateway vouches for (src/approval/vouch.ts), else it is returned among `notVouched`. And the
+ * line says how many newer requests wait beside the one taken, so that the human knows it is not
+ * the only one.
  */
 export function nextDecidable(db: Store, stateDir?: string): NextChoice {
   // a request whose stored review cannot be read is never picked: nobody can decide it (unreadableReview.ts)
@@ -79,11 +88,18 @@ export function nextDecidable(db: Store, stateDir?: string): NextChoice {
     }
     return known;
   };
-  const alive = usable.filter(isOurs);
+  // and the gateway vouches for the row: a row that copies a running gateway's run (its pid,
+  // start time and command line a real gateway's) is not one it made (vouch.ts); where no gateway
+  // can vouch (not Linux: null) the command line decides alone, as before
+  const sockets = new Map<string, Set<string> | null>();
+  const vouched = (r: PendingRequest): boolean => gatewayVouches(db, r, sockets) !== false;
+  const ourGateway = usable.filter(isOurs);
+  const alive = ourGateway.filter(vouched);
+  const notVouched = ourGateway.filter((r) => !vouched(r));
   const notPortcullis = usable.filter((r) => !isOurs(r));
   const lists = `${quotedCommand("approvals", stateDir)} lists`;
   const oldest = alive[0];
-  if (!oldest) return { pick: null, notPortcullis };
+  if (!oldest) return { pick: null, notPortcullis, notVouched };
   const waitedOn = alive.findIndex((r) => r.callWaiting === true);
   const at = Math.max(waitedOn, 0);
   const newer = alive.length - 1 - at;
@@ -95,6 +111,7 @@ export function nextDecidable(db: Store, stateDir?: string): NextChoice {
     return {
       pick: { req: oldest, why: `the oldest pending request, and a call waits on it now${besides}` },
       notPortcullis,
+      notVouched,
     };
   if (waitedOn > 0) {
     const n = waitedOn;
@@ -104,6 +121,7 @@ export function nextDecidable(db: Store, stateDir?: string): NextChoice {
         why: `the oldest pending request a call waits on now; ${n} older ${n === 1 ? "request" : "requests"} no call is known to wait on ${n === 1 ? "is" : "are"} left pending (${lists} ${n === 1 ? "it" : "them"})${besides}`,
       },
       notPortcullis,
+      notVouched,
     };
   }
   const unknown = alive.some((r) => r.callWaiting === null);
@@ -113,8 +131,29 @@ export function nextDecidable(db: Store, stateDir?: string): NextChoice {
       why: `the oldest pending request: no call ${unknown ? "is known to wait" : "waits"} on any of them now${besides}`,
     },
     notPortcullis,
+    notVouched,
   };
 }
+
+/**
+ * The line `--next` gives of the requests it passed by because their gateway does not vouch for
+ * them (vouch.ts); null when there are none. Names a few, counts the rest.
+ */
+export function notVouchedLine(passed: readonly PendingRequest[], stateDir?: string): string | null {
+  if (passed.length === 0) return null;
+  const n = passed.length;
+  const named = passed.slice(0, PASSED_BY_NAMED).map((r) => r.request);
+  const more = n > named.length ? ` and ${n - named.length} more` : "";
+  return (
+    `passed by ${n} pending ${n === 1 ? "request" : "requests"} (${named.join(", ")}${more}) that ${n === 1 ? "its gateway does" : "their gateways do"} not vouch for: ` +
+    "the gateway holds no mark of such a request with its review, so the row was written by another process (or rewritten since); " +
+    `read one with ${quotedCommand("approvals", stateDir)} and decide it by its ID only if a gateway printed that ID for you`
+  );
+}
+
+/** The mark a listed request gets when its gateway does not vouch for its row (vouch.ts). */
+export const NOT_VOUCHED_NOTE =
+  "not vouched: its gateway holds no mark of this request with this review: the row was written by another process, or rewritten since; decide it by its ID only if a gateway printed that ID for you";
 
 /** How many request IDs the passed-by line names; the rest are counted. */
 const PASSED_BY_NAMED = 3;
@@ -223,7 +262,7 @@ export async function watchRequests(
     } else {
       // the listing's page (approvals without --all): the 20 newest, the newest last
       const page = pendingPage(db, 0, LISTED_REQUESTS);
-      const frame = drawList(page.rows.reverse(), page.total, verbose, stateDir);
+      const frame = drawList(db, page.rows.reverse(), page.total, verbose, stateDir);
       // Redrawn only on change: the "expires in" of a request alone changes every second.
       const key = now.map((r) => `${r.request}:${r.waiting}:${callWaitKey(r)}`).join(",");
       if (key !== lastDraw) {
@@ -279,7 +318,13 @@ function print(line: unknown): void {
  */
 export const LISTED_REQUESTS = 20;
 
-function drawList(now: PendingRequest[], total: number, verbose: boolean, stateDir: string): string {
+function drawList(
+  db: Store,
+  now: PendingRequest[],
+  total: number,
+  verbose: boolean,
+  stateDir: string,
+): string {
   const stamp = new Date().toISOString().slice(11, 19);
   const which =
     total > now.length
@@ -288,9 +333,11 @@ function drawList(now: PendingRequest[], total: number, verbose: boolean, stateD
   const head = `portcullis: ${total === 0 ? "no approval request is pending" : `${total} pending approval request(s)${which}`} (${stamp} UTC; Ctrl-C to exit)`;
   if (now.length === 0) return head;
   const out = [head, ""];
+  const sockets = new Map<string, Set<string> | null>();
   for (const r of now) {
     // a review rewritten in the store into something that is no review: one line (unreadableReview.ts)
     out.push(drawnOrUnreadable(r, () => (verbose ? renderReview(r) : renderReviewCard(r))).text);
+    if (r.waiting && gatewayVouches(db, r, sockets) === false) out.push(`  ${NOT_VOUCHED_NOTE}`);
     out.push("");
   }
   const next = now.find((r) => r.waiting && unreadableReview(r) === null);

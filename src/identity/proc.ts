@@ -10,8 +10,9 @@
 // what it is and what it runs), procProbe.ts (the forwarding path's cheap re-reads), procTree.ts
 // (a process's descendants and children), procPeer.ts (the process behind a TCP connection),
 // procLiveness.ts (whether a recorded process still runs, across PID namespaces and boots),
-// procPortcullis.ts (whether a recorded pid runs portcullis, by its command line) and
-// procLocks.ts (the processes holding a store's write lock).
+// procPortcullis.ts (whether a recorded pid runs portcullis, by its command line),
+// procLocks.ts (the processes holding a store's write lock) and procSockets.ts (the abstract unix
+// sockets a process holds: the marks a gateway vouches for its approval requests with).
 export { describeOsProcess, execImage, isOwnExecutable, type OsProcess, plainExe } from "./procDescribe.js";
 export {
   inAnotherNamespace,
@@ -37,4 +38,5 @@ export {
   readStat,
   type StatLine,
 } from "./procRead.js";
+export { heldAbstractSockets } from "./procSockets.js";
 export { type ListOptions, listChildren, listDescendants } from "./procTree.js";

@@ -43,6 +43,7 @@ describe("processes are read in one place", () => {
       "procPortcullis.ts",
       "procProbe.ts",
       "procRead.ts",
+      "procSockets.ts",
       "procTree.ts",
     ];
     expect(readers.sort()).toEqual(behindProc.map((f) => join("identity", f)));
