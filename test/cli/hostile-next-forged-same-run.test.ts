@@ -11,9 +11,11 @@
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
+import { heldAbstractSockets } from "../../src/identity/proc.js";
 import { nextRequest, pending } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
 import { catalogGateway } from "../helpers/catalogGateway.js";
+import { waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { passphraseEnv } from "../helpers/state.js";
 
@@ -49,6 +51,21 @@ function forge(stateDir: string, request: string): void {
   }
 }
 
+/** The pid of the gateway of `request`'s run, as its run row names it. */
+function gatewayPid(stateDir: string, request: string): number {
+  const db = new Database(join(stateDir, "portcullis.db"), { readonly: true });
+  try {
+    return db
+      .prepare(
+        "SELECT gateway_pid FROM runs WHERE run = (SELECT agent_run FROM approval_requests WHERE request = ?)",
+      )
+      .pluck()
+      .get(request) as number;
+  } finally {
+    db.close();
+  }
+}
+
 describe.skipIf(process.platform !== "linux")("a forged request in a running gateway's run", () => {
   it("approve --next passes it by, saying its gateway does not vouch for it; the lists mark it; approve ID warns", async () => {
     const { gw, stateDir } = await catalogGateway(
@@ -61,6 +78,9 @@ describe.skipIf(process.platform !== "linux")("a forged request in a running gat
       .callTool({ name: "deploy", arguments: { note: "one" } }, undefined, { timeout: 90_000 })
       .catch(() => {});
     const real = await nextRequest(stateDir, seen);
+    // the gateway holds the mark of its request, and none of the forged one's
+    const held = [...(heldAbstractSockets(gatewayPid(stateDir, real.request)) ?? [])];
+    expect(held.filter((n) => n.startsWith(`portcullis-request/v1/${real.request}/`))).toHaveLength(1);
     forge(stateDir, real.request);
     const approvals = `'portcullis approvals --state-dir ${stateDir}'`;
 
@@ -92,6 +112,14 @@ describe.skipIf(process.platform !== "linux")("a forged request in a running gat
       `approve --next: passed by 1 pending request (${FORGED_REQUEST}) that its gateway does not vouch for: the gateway holds no mark of such a request with its review, so the row was written by another process (or rewritten since); read one with ${approvals} and decide it by its ID only if a gateway printed that ID for you.`,
     );
     expect(next.stdout).toContain(`approved ${real.request}`);
+    // the gateway lets go of the mark of a request no longer pending (checked every 5 s): no
+    // descriptor is kept per request for the gateway's whole life
+    const marks = () => [...(heldAbstractSockets(gatewayPid(stateDir, real.request)) ?? [])];
+    await waitFor(
+      () => !marks().some((n) => n.includes(real.request)),
+      15_000,
+      "the mark of the approved request let go",
+    );
 
     // only the forged one left: --next decides nothing, and says why
     const none = await cli(stateDir, ["deny", "--next"]);
