@@ -29,7 +29,7 @@ import {
 } from "./hosts.js";
 import { MAX_HEAD_BYTES } from "./http1.js";
 import { interimWarning, relayInterim } from "./interim.js";
-import { readPastRefusedWrites } from "./refusedWrites.js";
+import { readPastRefusedWrites, refusedWriting, refusedWritingWarning } from "./refusedWrites.js";
 import { releaser } from "./release.js";
 import { decoding, IDENTITY_ONLY } from "./rewrite.js";
 import { upstreams } from "./upstreams.js";
@@ -140,9 +140,13 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
   (agents.https as unknown as { getName: (o: https.RequestOptions) => string }).getName = (opts) =>
     `${opts.host}:${opts.port}:${opts.servername ?? ""}`;
   // an answer written before the upstream reset a connection whose request body it left unread
-  // is read and given on, not lost with the write that met the reset (refusedWrites.ts)
-  readPastRefusedWrites(agents.http);
-  readPastRefusedWrites(agents.https);
+  // is read and given on, not lost with the write that met the reset (refusedWrites.ts): where a
+  // feature test at start proves the way works on this Node, said when it does not
+  const pastRefusals = await refusedWriting();
+  if (pastRefusals.works) readPastRefusedWrites(agents.http);
+  if (pastRefusals.tls) readPastRefusedWrites(agents.https);
+  const noPastRefusals = await refusedWritingWarning();
+  if (noPastRefusals !== null) o.log.warn(noPastRefusals);
   const leaves = new Map<string, { ctx: SecureContext; until: number }>();
   const holder = new HolderClient(o.stateDir);
   const pool = upstreams(o.extraCa);

@@ -1,5 +1,7 @@
 import type { Agent } from "node:http";
+import { createServer, Socket } from "node:net";
 import type { Duplex } from "node:stream";
+import { TLSSocket } from "node:tls";
 
 /**
  * An upstream may answer a request before it has read all of its body (a 413, a 401 before an
@@ -16,6 +18,13 @@ import type { Duplex } from "node:stream";
  * wrote before its reset is given on; the reset itself then ends the connection as it reaches
  * the reading side (an answer cut there is `failed`, as any, and no answer at all gets the 502).
  * Such a connection is never kept for another request.
+ *
+ * This leans on Node's internals: a socket's private `_write`/`_writev`, which Node's Writable
+ * calls for each write and whose callback is told of a failed one (net.Socket's, which TLSSocket
+ * inherits). So it is kept only if a feature test at the proxy's start proves it works on this
+ * Node (`refusedWriting`, below): otherwise the agents are left as Node makes them, and an
+ * upstream's answer written before such a reset is lost as it was (a 502, recorded `failed`):
+ * nothing is sent on that would not be, and nothing waits.
  */
 const REFUSED = new Set(["ECONNRESET", "EPIPE"]);
 const refused = new WeakSet<Duplex>();
@@ -48,6 +57,112 @@ function readOnPastRefusal(socket: Duplex): void {
     s._writev = function (this: Duplex, chunks, cb) {
       writev.call(this, chunks, sendingEnds(cb));
     };
+}
+
+export interface RefusedWriting {
+  /** a plain TCP connection reads on past a refused write, with `readPastRefusedWrites` */
+  works: boolean;
+  /** and a TLS one: its writes go through the same `_write` the test proved */
+  tls: boolean;
+}
+
+/** How long the feature test waits for each of its steps (loopback: far more than any takes). */
+const PROBE_BOUND_MS = 2_000;
+const PROBE_ANSWER = "portcullis refused-write probe";
+
+let probed: Promise<RefusedWriting> | null = null;
+/**
+ * The feature test, once per process: over a real loopback connection whose peer writes a few
+ * bytes and resets it, a socket made to read on past a refused write must take the write that
+ * meets the reset without being destroyed, then read the bytes the peer wrote before it, then end.
+ * Anything else (the write not refused, the socket destroyed, the bytes lost, no end within the
+ * bound, a throw) and the agents are left as Node makes them. A TLS socket is counted in only if
+ * its `_write` is net.Socket's, the one tested.
+ */
+export function refusedWriting(): Promise<RefusedWriting> {
+  probed ??= probe().then(
+    (works) => ({
+      works,
+      tls: works && TLSSocket.prototype._write === Socket.prototype._write,
+    }),
+    () => ({ works: false, tls: false }),
+  );
+  return probed;
+}
+
+let told = false;
+/**
+ * The warning a proxy's start gives, once per process, when the feature test failed (for plain
+ * or TLS connections); null otherwise, or once it was given.
+ */
+export async function refusedWritingWarning(): Promise<string | null> {
+  const r = await refusedWriting();
+  if (told || (r.works && r.tls)) return null;
+  told = true;
+  const which = r.works ? "https:// " : "";
+  return `egress: on this Node (${process.version}) the proxy cannot read on past a request body write an upstream refused by resetting its connection: an answer such an ${which}upstream wrote before the reset (a 413 to an upload it did not read) reaches the client as a 502`;
+}
+
+async function probe(): Promise<boolean> {
+  const server = createServer();
+  const client = new Socket();
+  const peers: Socket[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    server.on("error", () => {});
+    client.on("error", () => {});
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", resolve);
+    });
+    const port = (server.address() as { port: number }).port;
+    const bound = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error("the probe's step never came")), PROBE_BOUND_MS);
+    });
+    const within = <T>(p: Promise<T>) => Promise.race([p, bound]);
+    // the peer: this process's own connection only (loopback is open to other users' processes)
+    const accepted = new Promise<Socket>((resolve) => {
+      server.on("connection", (s: Socket) => {
+        peers.push(s);
+        s.on("error", () => {});
+        if (s.remotePort === client.localPort) resolve(s);
+        else s.destroy();
+      });
+    });
+    readOnPastRefusal(client);
+    // not reading until the refused write: the peer's bytes and reset wait in the kernel
+    client.pause();
+    client.connect(port, "127.0.0.1");
+    await within(new Promise((resolve) => client.once("connect", resolve)));
+    const peer = await within(accepted);
+    peer.write(PROBE_ANSWER);
+    await within(new Promise<void>((resolve) => peer.write("", () => resolve())));
+    peer.resetAndDestroy();
+    // writes until one meets the reset (on loopback, the first after it), each after the last is done
+    for (let i = 0; i < 100 && !refused.has(client); i++) {
+      const error = await within(
+        new Promise<Error | null | undefined>((resolve) => client.write("x", (e) => resolve(e))),
+      );
+      if (error || client.destroyed) return false;
+      if (!refused.has(client)) await within(new Promise((resolve) => setTimeout(resolve, 1)));
+    }
+    if (!refused.has(client) || client.destroyed) return false;
+    let read = "";
+    client.on("data", (d: Buffer) => {
+      read += d.toString("latin1");
+    });
+    const ended = new Promise<boolean>((resolve) => {
+      client.once("end", () => resolve(true));
+      client.once("close", () => resolve(false));
+    });
+    client.resume();
+    return (await within(ended)) && read === PROBE_ANSWER;
+  } finally {
+    clearTimeout(timer);
+    client.destroy();
+    for (const s of peers) s.destroy();
+    server.close();
+  }
 }
 
 /**
