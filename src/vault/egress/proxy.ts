@@ -29,7 +29,12 @@ import {
 } from "./hosts.js";
 import { MAX_HEAD_BYTES } from "./http1.js";
 import { interimWarning, relayInterim } from "./interim.js";
-import { readPastRefusedWrites, refusedWriting, refusedWritingWarning } from "./refusedWrites.js";
+import {
+  readOnPastRefusal,
+  readPastRefusedWrites,
+  refusedWriting,
+  refusedWritingWarning,
+} from "./refusedWrites.js";
 import { releaser } from "./release.js";
 import { decoding, IDENTITY_ONLY } from "./rewrite.js";
 import { upstreams } from "./upstreams.js";
@@ -149,7 +154,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
   if (noPastRefusals !== null) o.log.warn(noPastRefusals);
   const leaves = new Map<string, { ctx: SecureContext; until: number }>();
   const holder = new HolderClient(o.stateDir);
-  const pool = upstreams(o.extraCa);
+  const pool = upstreams(o.extraCa, pastRefusals);
   const open = new Set<Duplex>();
   /**
    * For each request read and not yet recorded (its answer still coming, or none yet), what
@@ -476,6 +481,9 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
 
   const tunnelUntouched = (socket: Duplex, head: Buffer, dest: Destination) => {
     const up = netConnect({ host: dest.host, port: dest.port });
+    // an answer written before the upstream reset the connection under the client's bytes is
+    // given on, then the tunnel's end (refusedWrites.ts)
+    if (pastRefusals.works) readOnPastRefusal(up);
     let connected = false;
     up.setTimeout(timeoutMs, () => {
       if (!connected) up.destroy(new Error(`no connection within ${timeoutMs} ms`));
@@ -571,6 +579,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
   /** The 200 has been sent and bytes are buffered: connect and pass everything through. */
   const tunnelUntouchedAfter = (socket: Socket, dest: Destination) => {
     const up = netConnect({ host: dest.host, port: dest.port });
+    if (pastRefusals.works) readOnPastRefusal(up);
     up.setTimeout(timeoutMs, () => up.destroy());
     up.once("connect", () => {
       // (the 200 is sent: the tunnel is closed, not answered)

@@ -17,7 +17,11 @@ import { TLSSocket } from "node:tls";
  * upstream reads none of it, as it chose), and the connection is read on, so what the upstream
  * wrote before its reset is given on; the reset itself then ends the connection as it reaches
  * the reading side (an answer cut there is `failed`, as any, and no answer at all gets the 502).
- * Such a connection is never kept for another request.
+ * Such a connection is never kept for another request. The same holds for the proxy's own
+ * connections inside tunnels: a tunnel to a declared host writes the body to its kept connection
+ * as it comes (exchange.ts), and one passed through untouched pipes the client's bytes on
+ * (proxy.ts); either met the reset before it read the answer, and gave the client a 502 or a
+ * closed tunnel for a request the upstream had answered.
  *
  * This leans on Node's internals: a socket's private `_write`/`_writev`, which Node's Writable
  * calls for each write and whose callback is told of a failed one (net.Socket's, which TLSSocket
@@ -35,8 +39,17 @@ interface Writes {
   _writev?: ((chunks: unknown[], cb: WriteCallback) => void) | null;
 }
 
-/** Makes `socket` read on past a write its peer refused (above). */
-function readOnPastRefusal(socket: Duplex): void {
+/** Whether a write on `socket` was refused by its peer (readOnPastRefusal): never to be kept. */
+export function refusedOn(socket: Duplex): boolean {
+  return refused.has(socket);
+}
+
+/**
+ * Makes `socket` read on past a write its peer refused (above): for the agents' connections
+ * (readPastRefusedWrites) and the proxy's own, of tunnels (upstreams.ts, proxy.ts), where the
+ * feature test passed (`refusedWriting`).
+ */
+export function readOnPastRefusal(socket: Duplex): void {
   const s = socket as unknown as Writes;
   const write = s._write;
   const writev = s._writev;

@@ -1,6 +1,7 @@
 import { isIP, connect as netConnect, type Socket } from "node:net";
 import { createSecureContext, rootCertificates, type SecureContext, connect as tlsConnect } from "node:tls";
 import { type Destination, destinationText } from "./hosts.js";
+import { type RefusedWriting, readOnPastRefusal, refusedOn } from "./refusedWrites.js";
 
 /**
  * The proxy's own kept-alive connections to upstreams, per destination and scheme. HTTPS
@@ -11,6 +12,10 @@ import { type Destination, destinationText } from "./hosts.js";
  * Each connection's listeners are set once: they call whoever uses it now (an exchange's
  * `Handlers`), and while it is idle any word, end or error from the upstream, or the timeout,
  * closes it. The timeout is the proxy's one: how long an upstream may stay silent, in use or not.
+ *
+ * Each connection reads on past a body write the upstream refused by resetting it, where the
+ * proxy's feature test found that way working (refusedWrites.ts): the answer it wrote before the
+ * reset is given on, and such a connection is never kept.
  */
 
 export interface Handlers {
@@ -58,7 +63,7 @@ class Conn implements Upstream {
   }
   release(): void {
     this.handlers = null;
-    if (this.socket.destroyed || !this.socket.writable) {
+    if (this.socket.destroyed || !this.socket.writable || refusedOn(this.socket)) {
       this.discard();
       return;
     }
@@ -73,7 +78,7 @@ class Conn implements Upstream {
   }
 }
 
-export function upstreams(extraCa?: string): Upstreams {
+export function upstreams(extraCa?: string, pastRefusals?: RefusedWriting): Upstreams {
   let context: SecureContext | null = null;
   const secureContext = () => {
     context ??= createSecureContext(extraCa ? { ca: [...rootCertificates, extraCa] } : {});
@@ -100,6 +105,7 @@ export function upstreams(extraCa?: string): Upstreams {
               session: sessions.get(key),
             })
           : netConnect({ host: dest.host, port: dest.port });
+      if (scheme === "https" ? pastRefusals?.tls : pastRefusals?.works) readOnPastRefusal(socket);
       all.add(socket);
       socket.on("close", () => all.delete(socket));
       if (scheme === "https")
