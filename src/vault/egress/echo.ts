@@ -14,14 +14,16 @@
  *   (`\u002F`, `\u002f`, `\/`, `\"`, `\\`, `\n`…), HTML character references, numeric with
  *   up to 10 digits, leading zeros included (`&#47;`, `&#x2F;`, `&#X002f;`), or named, every
  *   name HTML defines for an ASCII character (`&sol;`, `&plus;`, `&equals;`, `&amp;`…:
- *   src/vault/htmlReferences.ts);
+ *   src/vault/htmlReferences.ts), or such a reference URL-escaped (`%26%2343%3B`, as a URL built
+ *   from HTML-escaped text carries it: eachUrlEscapedReference);
  * - its base64, standard and URL-safe, padded or not, and the base64 characters the value alone
  *   determines inside longer base64 at each of the three alignments (`base64("user:" + value)`,
  *   as a Basic auth echo writes it), 8 characters or more; each also as encoders that escape
  *   base64's `+`, `/` and `=` write it (escapedForms: `\/` in JSON, once or twice, `\u002B`, and
  *   URL escapes), and with each of its `+`, `/`, `=` (`-`, `_`) as itself or escaped in any of
  *   the ways above, any mix (`&#43;` of an HTML template, `\u002b`, `%252B`), its letters and
- *   digits as themselves;
+ *   digits as themselves; and any of its characters escaped, letters and digits too (`\u0041`,
+ *   `%41`, `&#65;`: EscapedBase64, on one reading of the answer's escapes);
  * - its UTF-8 bytes in hex, lower and upper case, 8 characters or more.
  * Searched as bytes (Buffer.indexOf and a walk over the value's characters), never by a regular
  * expression built from a value: a value may be 64 KiB, a size V8 refuses for one.
@@ -249,7 +251,7 @@ class Spelled implements Spelling {
       // written for its `&`: ampersandMayStart; `\\` by `u`, a short escape or `\\`, escaped again)
       if (b !== first.bytes[0]) {
         const after = buf[at + 1]!;
-        if (b === AMPERSAND && !ampersandMayStart(buf, at, first.code)) continue;
+        if (b === AMPERSAND && after !== PERCENT && !ampersandMayStart(buf, at, first.code)) continue;
         if (b === BACKSLASH && after !== 0x75 && after !== BACKSLASH && after !== JSON_SHORT[first.code])
           continue;
       }
@@ -352,12 +354,18 @@ class Spelled implements Spelling {
       if (c.code === BACKSLASH && buf[p] === BACKSLASH) break;
       const byJson = buf[p] === BACKSLASH ? jsonSpelled(buf, p, c) : -1;
       const byHtml = buf[p] === AMPERSAND ? nestedReferenceEnd(buf, p, c.code) : -1;
-      const ways = (byURL >= 0 ? 1 : 0) + (byJson >= 0 ? 1 : 0) + (byHtml >= 0 ? 1 : 0);
+      const byUrlRef = urlEscapedReferenceEnd(buf, p, c.code);
+      const refDepth = spelledDepth;
+      const ways =
+        (byURL >= 0 ? 1 : 0) + (byJson >= 0 ? 1 : 0) + (byHtml >= 0 ? 1 : 0) + (byUrlRef >= 0 ? 1 : 0);
       if (ways === 0) return NOT_HERE;
       if (ways > 1) break;
       if (byURL >= 0) {
         url = Math.max(url, depth);
         p = byURL;
+      } else if (byUrlRef >= 0) {
+        url = Math.max(url, refDepth);
+        p = byUrlRef;
       } else p = byJson >= 0 ? byJson : byHtml;
     }
     if (k === chars.length) return { match: { at, end: p, to: this.placeholder(url) }, unfinished: false };
@@ -412,6 +420,7 @@ class Spelled implements Spelling {
         }
         if (buf[p] === AMPERSAND)
           eachNestedReference(buf, p, (char, end) => char === c.code && add(end, url));
+        eachUrlEscapedReference(buf, p, c.code, (end, depth) => add(end, Math.max(url, depth)));
       }
       if (nextEnds.length === 0) return unfinished ? UNFINISHED : NOT_HERE;
       ends = nextEnds;
@@ -506,6 +515,85 @@ function urlSpelled(buf: Buffer, p: number, c: Char): number {
   return q;
 }
 
+/** What a URL-escaped reference read (eachUrlEscapedReference): its bytes, and where each ends in the text. */
+const readBytes = new Uint8Array(LONGEST_CHAR);
+const readEnds = new Int32Array(LONGEST_CHAR);
+/** the most times a URL escape read up to each byte was escaped (0: none yet) */
+const readDepths = new Int32Array(LONGEST_CHAR);
+
+/**
+ * Each place where an HTML reference to `code` that is URL-escaped ends, when it starts at `p`:
+ * its bytes (its `&`, `#`, `;`, digits, name) each as itself or URL-escaped once or again up to
+ * URL_DEPTH times in all (`%26%2343%3B` for `+`, as a URL built from HTML-escaped text carries
+ * it; `%2526%252343%253B`), read as references are (eachNestedReference), with `on` given the end
+ * and the most times one of its escapes was escaped. Only a reference with an escape in it, and
+ * only within LONGEST_CHAR bytes of `p` (one character's longest spelling, which the stream keeps:
+ * a longer one is not read).
+ */
+function eachUrlEscapedReference(
+  buf: Buffer,
+  p: number,
+  code: number,
+  on: (end: number, depth: number) => void,
+): void {
+  eachUrlEscapedReading(buf, p, (char, end, depth) => char === code && on(end, depth));
+}
+
+/** Each reading of a URL-escaped reference at `p` (eachUrlEscapedReference), of any character. */
+function eachUrlEscapedReading(
+  buf: Buffer,
+  p: number,
+  on: (char: number, end: number, depth: number) => void,
+): void {
+  const first = buf[p];
+  // (an `&` as itself, then escapes: `&%2343%3B`)
+  if (first !== PERCENT && !(first === AMPERSAND && buf[p + 1] === PERCENT)) return;
+  const limit = Math.min(buf.length, p + LONGEST_CHAR);
+  let q = p;
+  let n = 0;
+  let depth = 0;
+  while (q < limit) {
+    let b = buf[q]!;
+    let next = q + 1;
+    if (b === PERCENT) {
+      let d = 1;
+      while (d < URL_DEPTH && buf[q + 2 * d - 1] === 0x32 && buf[q + 2 * d] === 0x35) d++;
+      const h = hexPairAt(buf, q + 2 * d - 1);
+      if (h >= 0 && q + 1 + 2 * d <= limit) {
+        b = h;
+        next = q + 1 + 2 * d;
+        depth = Math.max(depth, d);
+      }
+    }
+    if (n === 0 && b !== AMPERSAND) return;
+    readBytes[n] = b;
+    readEnds[n] = next;
+    readDepths[n] = depth;
+    n++;
+    q = next;
+  }
+  eachNestedReference(readBytes.subarray(0, n), 0, (char, end) => {
+    if (readDepths[end - 1]! > 0) on(char, readEnds[end - 1]!, readDepths[end - 1]!);
+  });
+}
+
+/**
+ * The deepest end eachUrlEscapedReference gives for `code` at `p`, or -1; sets spelledDepth to
+ * the times its escapes were escaped.
+ */
+function urlEscapedReferenceEnd(buf: Buffer, p: number, code: number): number {
+  let end = -1;
+  let depth = 0;
+  eachUrlEscapedReference(buf, p, code, (e, d) => {
+    if (e > end) {
+      end = e;
+      depth = d;
+    }
+  });
+  spelledDepth = depth;
+  return end;
+}
+
 /** The byte the two hex digits at `i` (`2F`, `2f`) stand for, or -1. */
 function hexPairAt(buf: Buffer, i: number): number {
   if (i + 1 >= buf.length) return -1;
@@ -560,6 +648,268 @@ function unitEscapes(buf: Buffer, p: number, c: Char, backslashes: number): numb
     q += 5;
   }
   return q;
+}
+
+/** 1 for each byte of base64's alphabets, standard and URL-safe, `=` included. */
+const BASE64_BYTE = new Uint8Array(256);
+for (const c of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_")
+  BASE64_BYTE[c.charCodeAt(0)] = 1;
+
+/** The names HTML gives base64 characters (`plus`, `sol`, `equals`, `lowbar`…), as bytes. */
+const BASE64_NAMES: readonly Buffer[] = [...NAMED]
+  .filter(([c]) => BASE64_BYTE[c.charCodeAt(0)] === 1)
+  .flatMap(([, names]) => names.map((n) => Buffer.from(n, "latin1")));
+
+/** Whether one of BASE64_NAMES is written at `q`. */
+function base64NameAt(buf: Buffer, q: number): boolean {
+  for (const name of BASE64_NAMES)
+    if (
+      buf[q] === name[0] &&
+      buf.length - q >= name.length &&
+      buf.compare(name, 0, name.length, q, q + name.length) === 0
+    )
+      return true;
+  return false;
+}
+
+/**
+ * Whether the `&` at `at` may start a reference to a base64 character (as ampersandMayStart, for
+ * any of them): `#` or a name of one follows, perhaps after `&amp;` written for its `&`.
+ */
+function ampersandMayStartBase64(buf: Buffer, at: number): boolean {
+  let q = at + 1;
+  for (let k = 1; k < REFERENCE_READINGS && isAmpName(buf, q); k++) q += buf[q + 3] === 0x3b ? 4 : 3;
+  return buf[q] === 0x23 || base64NameAt(buf, q);
+}
+
+/**
+ * The base64 character an escape at `p` stands for, and where it ends (the longest reading), or
+ * null: a URL escape once or again up to URL_DEPTH times (`%41`, `%2541`), a JSON `\uXXXX` once
+ * or escaped again (`\\u0041`) or `\/` with up to three backslashes, an HTML reference as HTML
+ * reads it, written with references too (`&#65;`, `&amp;#x41;`), or a URL-escaped one
+ * (`%26%2365%3B`); `depth` the times a URL escape read was escaped (0: none).
+ */
+function base64Escape(buf: Buffer, p: number): { char: number; end: number; depth: number } | null {
+  const b = buf[p];
+  escChar = -1;
+  escEnd = -1;
+  escDepth = 0;
+  if (b === PERCENT) {
+    let d = 1;
+    while (d < URL_DEPTH && buf[p + 2 * d - 1] === 0x32 && buf[p + 2 * d] === 0x35) d++;
+    const h = hexPairAt(buf, p + 2 * d - 1);
+    if (h >= 0) takeEscape(h, p + 1 + 2 * d, d);
+    // (an escaped `&` may start a URL-escaped reference)
+    if (h === AMPERSAND) eachUrlEscapedReading(buf, p, takeEscape);
+  } else if (b === BACKSLASH) {
+    let k = 1;
+    while (k < 3 && buf[p + k] === BACKSLASH) k++;
+    if (buf[p + k] === 0x2f) takeEscape(0x2f, p + k + 1, 0);
+    else if (k <= 2 && buf[p + k] === 0x75 && p + k + 5 <= buf.length) {
+      let n = 0;
+      for (let i = 1; i < 5 && n >= 0; i++) {
+        const d = hexDigit(buf[p + k + i]!);
+        n = d < 0 ? -1 : n * 16 + d;
+      }
+      if (n >= 0 && n < 256) takeEscape(n, p + k + 5, 0);
+    }
+  } else if (b === AMPERSAND) {
+    if (ampersandMayStartBase64(buf, p)) eachNestedReference(buf, p, takeReference);
+    if (buf[p + 1] === PERCENT) eachUrlEscapedReading(buf, p, takeEscape);
+  }
+  return escEnd < 0 ? null : { char: escChar, end: escEnd, depth: escDepth };
+}
+
+/** The reading base64Escape keeps: the longest of a base64 character (no closure per call: it is asked at every escape). */
+let escChar = -1;
+let escEnd = -1;
+let escDepth = 0;
+function takeEscape(char: number, end: number, depth: number): void {
+  if (char < 256 && BASE64_BYTE[char] === 1 && end > escEnd) {
+    escChar = char;
+    escEnd = end;
+    escDepth = depth;
+  }
+}
+const takeReference = (char: number, end: number) => takeEscape(char, end, 0);
+
+/**
+ * The base64 forms of the released values (whole, and the characters a value alone determines
+ * inside longer base64), with any of their characters escaped, letters and digits too (`\u0041`,
+ * `%41`, `&#65;`, `%26%2365%3B`: an encoder that escapes more than it must, or an upstream that
+ * hides an echo so). The bytes are read once with every escape that stands for a base64 character
+ * read (base64Escape; the longest reading at each place, every other byte as itself), and the
+ * forms looked for in that reading by indexOf: one pass, however many forms. Looked for only in
+ * bytes that hold an escape's first byte. A form in which a URL escape was read is replaced by
+ * the placeholder's form with `+`, `/`, `=` URL-escaped as deep.
+ */
+class EscapedBase64 implements Spelling {
+  readonly longest: number;
+  readonly needsOneOf = ESCAPE_STARTS;
+  private readonly forms: { from: Buffer; to: string }[] = [];
+
+  constructor() {
+    this.longest = 0;
+  }
+
+  add(from: string, to: string): void {
+    if (this.forms.some((f) => f.from.toString("latin1") === from)) return;
+    this.forms.push({ from: Buffer.from(from, "latin1"), to });
+    (this as { longest: number }).longest = Math.max(this.longest, LONGEST_CHAR * from.length);
+  }
+
+  get empty(): boolean {
+    return this.forms.length === 0;
+  }
+
+  /**
+   * `buf` from `from` read with its escapes of base64 characters read (`view`), and the escapes
+   * read, in order: where each is in the reading (`at`), where it starts and ends in `buf`, how
+   * deep a URL escape in it was; and where an escape that the end of `buf` may cut, or that may
+   * read otherwise with the bytes that follow, begins in the reading (`cut`, or -1). Every other
+   * byte is itself: most text holds no such escape, and its reading is `buf` itself.
+   */
+  private read(buf: Buffer, from: number) {
+    const at: number[] = [];
+    const starts: number[] = [];
+    const ends: number[] = [];
+    const depths: number[] = [];
+    let cut = -1;
+    let k = 0; // the reading's length so far
+    // the next `%`, `\\` and `&` (found by indexOf: most bytes are none of them)
+    let nextPercent = buf.indexOf(PERCENT, from);
+    let nextBackslash = buf.indexOf(BACKSLASH, from);
+    let nextAmpersand = buf.indexOf(AMPERSAND, from);
+    for (let q = from; q < buf.length; ) {
+      if (nextPercent >= 0 && nextPercent < q) nextPercent = buf.indexOf(PERCENT, q);
+      if (nextBackslash >= 0 && nextBackslash < q) nextBackslash = buf.indexOf(BACKSLASH, q);
+      if (nextAmpersand >= 0 && nextAmpersand < q) nextAmpersand = buf.indexOf(AMPERSAND, q);
+      let next = buf.length;
+      if (nextPercent >= 0 && nextPercent < next) next = nextPercent;
+      if (nextBackslash >= 0 && nextBackslash < next) next = nextBackslash;
+      if (nextAmpersand >= 0 && nextAmpersand < next) next = nextAmpersand;
+      if (next === buf.length) {
+        k += buf.length - q;
+        break;
+      }
+      k += next - q;
+      q = next;
+      // (one that starts within a character's longest spelling of the end may read otherwise,
+      // or only, with the bytes that follow)
+      if (cut < 0 && buf.length - q < LONGEST_CHAR) cut = k;
+      const e = base64Escape(buf, q);
+      if (e === null) {
+        q++;
+        k++;
+        continue;
+      }
+      at.push(k);
+      starts.push(q);
+      ends.push(e.end);
+      depths.push(e.depth);
+      q = e.end;
+      k++;
+    }
+    let view: Buffer = buf.subarray(from);
+    if (at.length > 0) {
+      view = Buffer.allocUnsafe(k);
+      let q = from;
+      let v = 0;
+      for (let j = 0; j < at.length; j++) {
+        v += buf.copy(view, v, q, starts[j]);
+        view[v++] = base64Escape(buf, starts[j]!)!.char;
+        q = ends[j]!;
+      }
+      buf.copy(view, v, q);
+    }
+    /** the escape read at or last before reading index `i`, or -1 */
+    const escapeAt = (i: number) => {
+      let lo = 0;
+      let hi = at.length - 1;
+      let found = -1;
+      while (lo <= hi) {
+        const mid = (lo + hi) >> 1;
+        if (at[mid]! <= i) {
+          found = mid;
+          lo = mid + 1;
+        } else hi = mid - 1;
+      }
+      return found;
+    };
+    /** where the byte at reading index `i` starts in `buf` */
+    const startOf = (i: number) => {
+      const j = escapeAt(i);
+      if (j < 0) return from + i;
+      return at[j] === i ? starts[j]! : ends[j]! + (i - at[j]! - 1);
+    };
+    /** where it ends */
+    const endOf = (i: number) => {
+      const j = escapeAt(i);
+      return j >= 0 && at[j] === i ? ends[j]! : startOf(i) + 1;
+    };
+    /** the deepest URL escape read from reading index `i` to `last` */
+    const depthOf = (i: number, last: number) => {
+      let d = 0;
+      for (let j = Math.max(0, escapeAt(i)); j < at.length && at[j]! <= last; j++)
+        if (at[j]! >= i) d = Math.max(d, depths[j]!);
+      return d;
+    };
+    return { view, decoded: at.length > 0, cut, startOf, endOf, depthOf };
+  }
+
+  private placeholder(to: string, depth: number): Buffer {
+    if (depth === 0) return Buffer.from(to, "latin1");
+    let out = urlEscaped(true, /[+/=]/g)(to);
+    for (let d = 1; d < depth; d++) out = out.replaceAll("%", "%25");
+    return Buffer.from(out, "latin1");
+  }
+
+  first(buf: Buffer, from: number, before: number): Match | null {
+    if (from >= buf.length) return null;
+    const r = this.read(buf, from);
+    // (read as written, the forms are Literal spellings of their own)
+    if (!r.decoded) return null;
+    let best: { i: number; f: { from: Buffer; to: string } } | null = null;
+    for (const f of this.forms) {
+      const i = r.view.indexOf(f.from);
+      if (i < 0 || r.startOf(i) >= before) continue;
+      if (best === null || i < best.i || (i === best.i && f.from.length > best.f.from.length))
+        best = { i, f };
+    }
+    if (best === null) return null;
+    const last = best.i + best.f.from.length - 1;
+    return {
+      at: r.startOf(best.i),
+      end: r.endOf(last),
+      to: this.placeholder(best.f.to, r.depthOf(best.i, last)),
+    };
+  }
+
+  unfinished(buf: Buffer, from: number, before: number, work: { left: number }): number {
+    const start = Math.max(from, buf.length - this.longest + 1);
+    if (start >= before) return -1;
+    work.left -= buf.length - start;
+    if (work.left < 0) return from;
+    const r = this.read(buf, start);
+    // (read as written to the end, the forms' Literal spellings keep what they may start)
+    if (!r.decoded && r.cut < 0) return -1;
+    // the reading to where an escape the end may cut begins: an occurrence may go on there
+    const whole = r.cut < 0 ? r.view.length : r.cut;
+    let earliest = r.cut < 0 ? -1 : r.startOf(r.cut);
+    for (const f of this.forms) {
+      for (let i = Math.max(0, whole - f.from.length + 1); i < whole; i++) {
+        const at = r.startOf(i);
+        if (at >= before || (earliest >= 0 && at >= earliest)) break;
+        work.left -= whole - i;
+        if (work.left < 0) return from;
+        if (f.from.compare(r.view, i, whole, 0, whole - i) === 0) {
+          earliest = at;
+          break;
+        }
+      }
+    }
+    return earliest >= 0 && earliest < before ? earliest : -1;
+  }
 }
 
 /** Base64 and hex forms shorter than this are not looked for: they would match ordinary text. */
@@ -628,9 +978,11 @@ export function spellingsOf(released: Iterable<readonly [string, string]>): Spel
   // a base64 or hex form, and each way an encoder that escapes the characters of base64 writes
   // it, all of them or none (an encoder is consistent): hex digits and the URL-safe alphabet are
   // never escaped, `+`, `/` and `=` may be (escapedForms)
-  const literal = (from: string, to: string) => {
+  const escaped = new EscapedBase64();
+  const literal = (from: string, to: string, base64 = true) => {
     if (from.length < MIN_FORM) return;
     add(from, to);
+    if (base64) escaped.add(from, to);
     for (const [write, needs] of escapedForms) {
       const f = write(from);
       if (f !== from) add(f, write(to), needs);
@@ -680,9 +1032,10 @@ export function spellingsOf(released: Iterable<readonly [string, string]>): Spel
       literal(urlSafe(from), urlSafe(to));
     }
     const hex = bytes.toString("hex");
-    literal(hex, marker.toString("hex"));
-    literal(hex.toUpperCase(), marker.toString("hex").toUpperCase());
+    literal(hex, marker.toString("hex"), false);
+    literal(hex.toUpperCase(), marker.toString("hex").toUpperCase(), false);
   }
+  if (!escaped.empty) out.push(escaped);
   return out;
 }
 
