@@ -9,9 +9,7 @@ import { TLSSocket } from "node:tls";
  * and the proxy's next write of the body fails (ECONNRESET, EPIPE), while the answer the upstream
  * wrote before it reset waits in the proxy's kernel, unread. Node's socket takes a failed write for
  * the end of the connection and destroys it at once, dropping that answer: in absolute form (Node's
- * client) the client got a 502 for a request the upstream had answered. (Inside a tunnel the
- * proxy's own connection pauses the client while the upstream's is full, and reads the answer
- * before it writes again: exchange.ts.)
+ * client) the client got a 502 for a request the upstream had answered.
  *
  * Here a write the upstream refused ends only the sending side: it is taken as written (the
  * upstream reads none of it, as it chose), and the connection is read on, so what the upstream
@@ -26,7 +24,7 @@ import { TLSSocket } from "node:tls";
  * This leans on Node's internals: a socket's private `_write`/`_writev`, which Node's Writable
  * calls for each write and whose callback is told of a failed one (net.Socket's, which TLSSocket
  * inherits). So it is kept only if a feature test at the proxy's start proves it works on this
- * Node (`refusedWriting`, below): otherwise the agents are left as Node makes them, and an
+ * Node (`refusedWriting`, below): otherwise the connections are left as Node makes them, and an
  * upstream's answer written before such a reset is lost as it was (a 502, recorded `failed`):
  * nothing is sent on that would not be, and nothing waits.
  */
