@@ -31,9 +31,10 @@ usage: portcullis <command> [options]
   catalog diff LABEL [FROM TO] [--json]
                                        what changed between two catalog revisions
   catalog list LABEL [--json]          every revision recorded for a server
-  approvals [--json] [--watch] [--verbose]
+  approvals [--json] [--watch] [--verbose] [--all]
                                        pending approval requests, with what changed (--watch: live;
-                                       --verbose: the full review, with the whole process chain)
+                                       --verbose: the full review, with the whole process chain;
+                                       --all: every one, not only the newest 20)
   approve ID|--next [--for session|call] [--json] [--verbose]
                                        approve a request, or the oldest one (asks for the passphrase)
   deny ID|--next [--reason TEXT] [--json] [--verbose]

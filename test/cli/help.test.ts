@@ -10,7 +10,7 @@ import { newStateDir } from "../helpers/state.js";
 
 /** [the command's words, flags it takes that every help must name] */
 const FLAGS: [string[], string[]][] = [
-  [["approvals"], ["--json", "--watch", "--verbose"]],
+  [["approvals"], ["--json", "--watch", "--verbose", "--all"]],
   [["approve"], ["--next", "--for", "--json", "--verbose"]],
   [["deny"], ["--next", "--reason", "--json", "--verbose"]],
   [
