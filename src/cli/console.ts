@@ -41,6 +41,8 @@ is typed.
                         held proof makes it a click) or "fresh" (the passphrase each
                         time); config console.perCallProof
   --idle-timeout S      a console session ends after this long without a request (default 900)
+  --on-demand           how a gateway starts it (docs/console.md): it stops by itself after an
+                        hour nobody used it, or once its state directory's keyring is gone
 One console per state directory: when one is running, its address is printed
 (with --port N, a console running on another port is an error saying where it runs).`;
 
