@@ -3,7 +3,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { REFUSAL_CODES, refuse } from "../../src/guard/refusals.js";
+import { REFUSAL_CODES, refuse, UNAVAILABLE_CODES } from "../../src/guard/refusals.js";
 import type { ErrorObject } from "../../src/relay/jsonrpc.js";
 import { REPO } from "../helpers/paths.js";
 
@@ -188,6 +188,16 @@ describe("docs/refusals.md", () => {
         .sort(),
     );
     for (const name of Object.keys(REFUSAL_CODES)) expect(built[name], name).toBeDefined();
+  });
+
+  it("has a row, with its code, for every name of src/guard/refusals.ts's code lists", () => {
+    // REFUSAL_CODES and UNAVAILABLE_CODES are the lists the source keeps; a name added to either
+    // without a constructor in `built` (and so a row) was documented nowhere
+    for (const [name, code] of Object.entries({ ...REFUSAL_CODES, ...UNAVAILABLE_CODES })) {
+      const row = table.find((r) => r.error === name);
+      expect(row, `docs/refusals.md has a row for ${name}`).toBeDefined();
+      expect(row?.code, name).toBe(code);
+    }
   });
 
   it.each(Object.keys(built))("%s: the documented code, data.error and extra data fields", (name) => {
