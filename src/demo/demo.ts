@@ -26,7 +26,10 @@ export const DEMO_HELP = `usage: portcullis demo [--keep] [--console]
 The rebuild drill, self-contained: a fixture inventory server behind a real gateway process,
 in a temporary state directory. Revision A is approved and called; the server is rebuilt to
 revision B; the call the agent prepared before the rebuild is refused as stale; the agent
-re-lists, a human approves again (seeing what changed), and the call goes through.
+re-lists, a human approves again (seeing what changed), and the call goes through. Then a
+credential the server never holds: a secret stored in the vault is released by the egress proxy
+to the one declared host for approved code only; the server itself sees a placeholder, and after
+a rebuild nobody approved the API receives the placeholder again.
 Human decisions are made through the same code path as 'portcullis approve'.
 
   --keep      keep the temporary directory (state, audit log, fixture record) and print its path;
