@@ -135,6 +135,13 @@ describe("every flag a parser accepts is documented, and every documented flag i
     expect(probes.get("audit verify")!.accepted).toContain("checkpoint");
   });
 
+  it("every read command takes --json", () => {
+    const reads = ["status", "catalog show", "catalog diff", "catalog list", "approvals", "grants", "egress"];
+    reads.push("doctor", "vault list", "passkey list", "audit verify", "audit export", "audit checkpoint");
+    reads.push("audit sessions", "audit activity", "audit show");
+    expect(reads.filter((name) => !probes.get(name)!.accepted.has("json"))).toEqual([]);
+  });
+
   it("the command's own --help names each flag its parser accepts", () => {
     const missing: string[] = [];
     for (const [name, { accepted, help }] of probes)
