@@ -46,7 +46,7 @@ import {
 } from "./pages.js";
 import { onPasskeyOrigin, passkeyOrigin } from "./passkeyOrigin.js";
 import type { PasskeyDecisions } from "./passkeyPages.js";
-import { LoginThrottled, type Proof } from "./proof.js";
+import { LoginThrottled, PassphraseMissing, type Proof } from "./proof.js";
 import { CARDS_SHOWN, requestsBody } from "./requestList.js";
 import type { Route, RouteContext } from "./routes.js";
 import { type ConsoleSession, loginCookie, sameTokenAsAny, sessionCookie, token } from "./sessions.js";
@@ -150,6 +150,7 @@ export function proofProblem(e: unknown): string | null {
   if (e instanceof ApproverKeyMismatchError) return e.message;
   if (e instanceof KeyringError) return e.message;
   if (e instanceof LoginThrottled) return e.message;
+  if (e instanceof PassphraseMissing) return e.message;
   return null;
 }
 
@@ -166,7 +167,8 @@ async function login(ctx: RouteContext): Promise<void> {
     const problem = proofProblem(e);
     if (problem === null) throw e;
     app.log.warn("a login failed");
-    return loginForm(ctx, e instanceof LoginThrottled ? 429 : 401, problem);
+    const status = e instanceof LoginThrottled ? 429 : e instanceof PassphraseMissing ? 400 : 401;
+    return loginForm(ctx, status, problem);
   }
   const s = app.sessions.create(proof);
   ctx.res.setHeader("Set-Cookie", [
@@ -267,8 +269,9 @@ async function decide(ctx: RouteContext): Promise<void> {
         "Prove it is you",
         proofBody(req, action, reason, s.csrf, reviewed, problem, freshNeeded),
       );
-    // a proof dropped before its window ended (the keys were rotated): the form says why it asks
-    if (!passphrase) return asked(200, s.proofDropped ?? undefined);
+    // No passphrase is no attempt: the form asks for it (a card's buttons send none). A proof
+    // dropped before its window ended (the keys were rotated): the form says why it asks.
+    if (!passphrase) return asked(200, app.sessions.held(s) ? undefined : s.proofDropped?.why);
     try {
       proof = await app.prove(passphrase, ctx.ticketed);
     } catch (e) {
@@ -329,7 +332,11 @@ function revoke(ctx: RouteContext): void {
   redirect(ctx.res, "/grants");
 }
 
-/** The audit opened: with the passphrase given, or (none given) the proof held for this key. */
+/**
+ * The audit opened: with the passphrase given, or (none given) the proof held for this key. None
+ * given and no proof for it (the form was drawn while one was held, and it ended or was dropped
+ * since): the passphrase is asked for, saying why; nothing is tried, so no attempt is counted.
+ */
 async function openAudit(ctx: RouteContext): Promise<void> {
   const { app, form } = ctx;
   const s = ctx.session!;
@@ -339,6 +346,13 @@ async function openAudit(ctx: RouteContext): Promise<void> {
   const held = passphrase === "" ? app.sessions.proof(s, ctx.proofKey) : null;
   if (held)
     return page(ctx, 200, "Audit", auditBody(auditData(app.db, held.auditKey, from), s.csrf, true), "/audit");
+  if (passphrase === "") {
+    const d = {
+      ...auditData(app.db, null),
+      openProblem: app.sessions.passphraseNeeded(s, "to open the audit"),
+    };
+    return page(ctx, 200, "Audit", auditBody(d, s.csrf, app.sessions.held(s)), "/audit");
+  }
   try {
     const proof = await app.prove(passphrase, ctx.ticketed);
     const proofKey = app.sessions.proven(s, proof);

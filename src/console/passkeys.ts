@@ -133,8 +133,14 @@ async function registrationOptions(ctx: RouteContext): Promise<void> {
   let proofKey: string | null = null;
   if (!signer) {
     const passphrase = field(ctx.json, "passphrase");
+    // The form was drawn while a proof was held (its field left empty) and that proof ended or
+    // was dropped since: say why, and try nothing (no attempt counted).
     if (typeof passphrase !== "string" || passphrase === "") {
-      return refuse(ctx, 401, "adding a passkey needs the passphrase");
+      return refuse(
+        ctx,
+        401,
+        `adding a passkey needs the passphrase: ${app.sessions.passphraseNeeded(s, "to add one")}`,
+      );
     }
     try {
       const proof = await app.prove(passphrase, ctx.ticketed);

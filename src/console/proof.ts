@@ -42,13 +42,22 @@ export async function prove(
 }
 
 /**
+ * Why a held proof was dropped before its window ended: `cause` in a few words (for the nav bar),
+ * `why` the whole sentence (where the passphrase is asked again).
+ */
+export interface ProofDropped {
+  cause: string;
+  why: string;
+}
+
+/**
  * Why a held proof no longer signs what gateways honour, or null while it does: keyring.json names
  * another approver key than the one the proof opened. `portcullis rotate-keys` rewrites it so, and
  * every gateway then refuses what the old key signs (rotated away); a passphrase change rewrites it
  * with the same keys, which changes nothing here. keyring.json is read again only when its file
  * changed (its inode, size or times), since this is asked at each use of a held proof.
  */
-export function proofOutdatedBy(stateDir: string): (proof: Proof) => string | null {
+export function proofOutdatedBy(stateDir: string): (proof: Proof) => ProofDropped | null {
   let seen: { stamp: string; keyring: PublicKeyring | null; problem: string | null } | null = null;
   const current = () => {
     let stamp: string;
@@ -73,14 +82,38 @@ export function proofOutdatedBy(stateDir: string): (proof: Proof) => string | nu
     const now = keyring?.approver ?? null;
     if (now?.publicKeyRaw.equals(held)) return null;
     const again = "decisions it signed would be refused by every gateway, so the passphrase is asked again";
-    if (now && keyring!.earlierApprovers.some((k) => k.equals(held)))
-      return `the keys were rotated: keyring.json's approver key is now ${now.keyId}, and ${proof.signer.keyId}, the key the held passphrase proof signed with, was rotated away; ${again}`;
-    if (now)
-      return `keyring.json was replaced: it names approver key ${now.keyId}, not ${proof.signer.keyId}, the key the held passphrase proof signed with; ${again}`;
-    const state =
-      problem !== null ? `could not be read (${problem})` : keyring ? "names no approver key" : "is gone";
-    return `keyring.json ${state}, so the key the held passphrase proof signed with (${proof.signer.keyId}) may no longer be honoured; the passphrase is asked again`;
+    if (now && keyring!.earlierApprovers.some((k) => k.equals(held))) {
+      const cause = "the keys were rotated";
+      return {
+        cause,
+        why: `${cause}: keyring.json's approver key is now ${now.keyId}, and ${proof.signer.keyId}, the key the held passphrase proof signed with, was rotated away; ${again}`,
+      };
+    }
+    if (now) {
+      const cause = "keyring.json was replaced";
+      return {
+        cause,
+        why: `${cause}: it names approver key ${now.keyId}, not ${proof.signer.keyId}, the key the held passphrase proof signed with; ${again}`,
+      };
+    }
+    const cause = `keyring.json ${problem !== null ? "could not be read" : keyring ? "names no approver key" : "is gone"}`;
+    return {
+      cause,
+      why: `${cause}${problem !== null ? ` (${problem})` : ""}, so the key the held passphrase proof signed with (${proof.signer.keyId}) may no longer be honoured; the passphrase is asked again`,
+    };
   };
+}
+
+/**
+ * An empty passphrase, refused before it is tried: no keyring opens with one (init and every
+ * change refuse it), and it is what a form left empty sends (one drawn while a proof was held,
+ * whose proof then ended), so it never counts as a wrong attempt (LoginLimiter).
+ */
+export class PassphraseMissing extends Error {
+  override name = "PassphraseMissing";
+  constructor() {
+    super("no passphrase was given: type the passphrase");
+  }
 }
 
 /** Refused before trying: too many wrong passphrases lately (see LoginLimiter). */

@@ -32,7 +32,14 @@ import {
   sendText,
 } from "./http.js";
 import { PASSKEY_ROUTES } from "./passkeys.js";
-import { LoginLimiter, LoginThrottled, type Proof, proofOutdatedBy, prove } from "./proof.js";
+import {
+  LoginLimiter,
+  LoginThrottled,
+  PassphraseMissing,
+  type Proof,
+  proofOutdatedBy,
+  prove,
+} from "./proof.js";
 import type { ConsoleApp, Route } from "./routes.js";
 import { Sessions, sameToken, sessionCookie, token } from "./sessions.js";
 import { refuseStoreLost } from "./storeLost.js";
@@ -83,9 +90,9 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
   // per session on the console's output, and on the page that asks for the passphrase again.
   const outdated = proofOutdatedBy(o.stateDir);
   const sessions = new Sessions(o.idleMs ?? 15 * 60_000, o.proofWindowMs ?? 5 * 60_000, (proof) => {
-    const why = outdated(proof);
-    if (why !== null) o.log.info(`a held passphrase proof was dropped: ${why}`);
-    return why;
+    const dropped = outdated(proof);
+    if (dropped !== null) o.log.info(`a held passphrase proof was dropped: ${dropped.why}`);
+    return dropped;
   });
   const changes = new ChangeWatch(db);
   const ticket = token();
@@ -101,8 +108,11 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
     changes,
     perCallProof: o.perCallProof ?? "window",
     log: o.log,
-    // One key derivation at a time (scrypt is costly), and none while throttled.
+    // One key derivation at a time (scrypt is costly), and none while throttled. An empty
+    // passphrase is no attempt (a form drawn while a proof was held sends one): it is refused
+    // before the limiter is asked or told, whatever route let it through.
     prove(passphrase: string, ticketed: boolean): Promise<Proof> {
+      if (passphrase === "") return Promise.reject(new PassphraseMissing());
       const limiter = ticketed ? limiters.ticketed : limiters.others;
       const run = proving.then(async () => {
         const wait = limiter.wait();

@@ -16,7 +16,7 @@
  * asks for the passphrase again, and says why (`proofDropped`).
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import type { Proof } from "./proof.js";
+import type { Proof, ProofDropped } from "./proof.js";
 
 /**
  * Cookies are not kept apart by port, and two consoles (two state directories) may run side by
@@ -41,7 +41,7 @@ export interface ConsoleSession {
   /** the passkey this session was opened with (null: opened with the passphrase) */
   passkey: string | null;
   /** why the held proof was dropped before its window ended (the keys were rotated), until the next proof */
-  proofDropped: string | null;
+  proofDropped: ProofDropped | null;
 }
 
 export function token(): string {
@@ -78,7 +78,7 @@ export class Sessions {
   constructor(
     readonly idleMs: number,
     readonly proofWindowMs: number,
-    private readonly outdated: (proof: Proof) => string | null = () => null,
+    private readonly outdated: (proof: Proof) => ProofDropped | null = () => null,
   ) {
     this.timer = setInterval(() => this.sweep(), 1000);
     this.timer.unref();
@@ -168,6 +168,22 @@ export class Sessions {
       s.proofDropped = why;
     }
     return s.proof !== null;
+  }
+
+  /**
+   * What to say when a request that needs a proof brought neither the passphrase nor a held
+   * proof's key (a form drawn while a proof was held, sent after it ended): why it ended when it
+   * was dropped, else that none is held here. Never a wrong passphrase: nothing was tried.
+   */
+  passphraseNeeded(s: ConsoleSession, to: string): string {
+    const held = this.held(s);
+    if (!held && s.proofDropped !== null) return s.proofDropped.why;
+    const because = held
+      ? "the passphrase proof held now is for the browser it was typed in, and this request did not bring its key"
+      : this.proofWindowMs <= 0
+        ? "this console holds no passphrase proof (its proof window is 0)"
+        : `no passphrase proof is held now (one is held for ${Math.round(this.proofWindowMs / 1000)} s after the passphrase is typed)`;
+    return `${because}: type the passphrase ${to}`;
   }
 
   end(s: ConsoleSession): void {
