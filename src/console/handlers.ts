@@ -28,7 +28,7 @@ import { storeFailure } from "../store/db.js";
 import { storeAdvice } from "../store/storeAdvice.js";
 import { decisionReason } from "../util/cut.js";
 import { assetRoute, CONSOLE_SCRIPT } from "./assetPaths.js";
-import { CONSOLE_CSS } from "./assets.js";
+import { CONSOLE_CSS, REFRESH_HEADER } from "./assets.js";
 import { auditData } from "./audit.js";
 import { labelAskedIn } from "./catalogLinks.js";
 import { type Html, html } from "./html.js";
@@ -63,6 +63,10 @@ export function page(
 ): void {
   const s = ctx.session!;
   const held = ctx.app.sessions.held(s);
+  // Why a held proof was dropped (the keys were rotated), said once, by a page the human opens:
+  // the script's own refetch swaps only <main>, so its nav bar would say it to nobody.
+  const refetch = ctx.req.headers[REFRESH_HEADER] === "1";
+  const proofDropped = refetch ? null : (ctx.app.sessions.droppedNotice(s)?.cause ?? null);
   const provenFor = held ? Math.max(0, Math.ceil((s.proofUntil - Date.now()) / 1000)) : null;
   // A page answering a POST (a proof form, a message) is not fetched again: that would be a GET
   // of a POST-only path.
@@ -81,6 +85,7 @@ export function page(
         title,
         csrf: s.csrf,
         provenFor,
+        proofDropped,
         passkeyDecisions,
         active,
         live,

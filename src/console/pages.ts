@@ -44,6 +44,11 @@ export interface PageChrome {
   csrf?: string;
   /** seconds of proven window left (null when no proof is held) */
   provenFor?: number | null;
+  /**
+   * why the held passphrase proof was dropped before its window ended ("the keys were rotated"),
+   * on the first page drawn after it was (null: nothing to say)
+   */
+  proofDropped?: string | null;
   /** no passphrase proof held, and decisions here are asked of a passkey */
   passkeyDecisions?: boolean;
   active?: string;
@@ -75,12 +80,14 @@ export function layout(chrome: PageChrome, body: Html): string {
     ? html`<nav>${NAV.map(
         ([href, label]) =>
           html`<a href="${href}" ${chrome.active === href ? html`aria-current="page"` : ""}>${label}</a>`,
-      )}<span class="proof">${
+      )}<span class="proof" data-testid="proof-state">${
         chrome.provenFor
           ? html`passphrase proven (${chrome.provenFor}s left)`
-          : chrome.passkeyDecisions
-            ? "decisions ask your passkey"
-            : "decisions ask for the passphrase"
+          : html`${chrome.passkeyDecisions ? "decisions ask your passkey" : "decisions ask for the passphrase"}${
+              chrome.proofDropped
+                ? html` <span role="status" data-testid="proof-dropped">(the passphrase proof held was dropped: ${chrome.proofDropped})</span>`
+                : ""
+            }`
       }</span><form method="post" action="/logout" class="inline"><input type="hidden" name="csrf" value="${chrome.csrf}"><button type="submit">Log out</button></form></nav>`
     : "";
   return `<!doctype html>\n${html`<html lang="en"><head><meta charset="utf-8">

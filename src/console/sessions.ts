@@ -13,7 +13,8 @@
  *
  * A held proof is also dropped before its window ends once keyring.json names another approver
  * key (`portcullis rotate-keys`): what it would sign every gateway refuses, so the next decision
- * asks for the passphrase again, and says why (`proofDropped`).
+ * asks for the passphrase again, and says why (`proofDropped`); the nav bar of the next page says
+ * it once too (`droppedNotice`).
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { Proof, ProofDropped } from "./proof.js";
@@ -42,6 +43,8 @@ export interface ConsoleSession {
   passkey: string | null;
   /** why the held proof was dropped before its window ended (the keys were rotated), until the next proof */
   proofDropped: ProofDropped | null;
+  /** whether a page's nav bar said `proofDropped` already (it says it once) */
+  proofDroppedSaid: boolean;
 }
 
 export function token(): string {
@@ -97,6 +100,7 @@ export class Sessions {
       proofKey: null,
       passkey,
       proofDropped: null,
+      proofDroppedSaid: false,
     };
     this.byId.set(s.id, s);
     if (proof) this.proven(s, proof);
@@ -143,6 +147,7 @@ export class Sessions {
     s.proofUntil = Date.now() + this.proofWindowMs;
     s.proofKey = token();
     s.proofDropped = null;
+    s.proofDroppedSaid = false;
     return s.proofKey;
   }
 
@@ -166,8 +171,19 @@ export class Sessions {
     if (why !== null) {
       drop(s);
       s.proofDropped = why;
+      s.proofDroppedSaid = false;
     }
     return s.proof !== null;
+  }
+
+  /**
+   * Why the held proof was dropped, for the nav bar of the page being drawn: once per drop (later
+   * pages say only that decisions ask for the passphrase); null when there is nothing to say.
+   */
+  droppedNotice(s: ConsoleSession): ProofDropped | null {
+    if (this.held(s) || s.proofDropped === null || s.proofDroppedSaid) return null;
+    s.proofDroppedSaid = true;
+    return s.proofDropped;
   }
 
   /**

@@ -4,7 +4,8 @@
 // ended, they used to be tried as a wrong passphrase: the Audit answered "wrong passphrase" and
 // each such click counted toward the console's slowdown (the sixth held even the right passphrase
 // back). Now an empty or absent passphrase is never tried: the form asks for it, saying why the
-// proof is gone when it was dropped (rotate-keys). A real console process, the real CLI rotating;
+// proof is gone when it was dropped (rotate-keys), and the nav bar of the next page the human
+// opens says it once. A real console process, the real CLI rotating;
 // plain HTTP (pipelined where what a request counts decides the next one's answer).
 import { describe, expect, it } from "vitest";
 import { removeDir, waitFor } from "../helpers/files.js";
@@ -116,6 +117,32 @@ describe("a form drawn while a passphrase proof was held, sent after the proof e
         /^adding a passkey needs the passphrase: the keys were rotated/,
       );
       expect(c.output()).not.toContain(NEW);
+    } finally {
+      await c.stop();
+      removeDir(dir);
+    }
+  }, 30_000);
+
+  it("after rotate-keys the nav bar says why once, on the next page the human opens (not on the page's own refetch)", async () => {
+    const dir = newStateDir();
+    const c = await startConsoleProcess(dir);
+    try {
+      const s = await httpLogin(c.url);
+      expect((await home(c.url, s)).body).toMatch(/passphrase proven \(\d+s left\)/);
+      await rotate(dir);
+      // the page's script refetching <main> on a change: its nav bar is not shown, so not said there
+      const refetched = await home(c.url, s, { "x-portcullis-refresh": "1" });
+      expect(refetched.status).toBe(200);
+      expect(refetched.body).not.toContain("passphrase proven");
+      expect(refetched.body).not.toContain('data-testid="proof-dropped"');
+      const next = await home(c.url, s);
+      expect(next.body).toMatch(
+        /<span class="proof" data-testid="proof-state">decisions ask for the passphrase <span role="status" data-testid="proof-dropped">\(the passphrase proof held was dropped: the keys were rotated\)<\/span><\/span>/,
+      );
+      const later = await home(c.url, s);
+      expect(later.body).toContain(
+        '<span class="proof" data-testid="proof-state">decisions ask for the passphrase</span>',
+      );
     } finally {
       await c.stop();
       removeDir(dir);
