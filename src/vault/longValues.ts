@@ -20,6 +20,8 @@
  *     start is taken as a spelling of the value: more is replaced, nothing is let through.
  */
 
+import { jsonLevels } from "./percentSpelling.js";
+
 /** The longest value (in UTF-16 code units) the regexes of ReleasedValues search; longer ones are searched here. */
 export const LONG_VALUE = 256;
 
@@ -41,6 +43,8 @@ interface PercentChar {
   bytes: number[] | null;
   /** a space, which form encoding writes "+" */
   space: boolean;
+  /** as itself inside JSON strings, one level after another (jsonLevels: `\"`, `\\\"`…) */
+  escaped: string[];
 }
 
 /** A written form and, once it is first found somewhere, its KMP failure table. */
@@ -96,18 +100,26 @@ export class LongValue {
   private readonly chars: PercentChar[];
   /** the longest percent spelling of the value, in characters */
   readonly percentLongest: number;
-  /** whether a character of the value can be read two ways at one place (only a "%": as itself, or "%25") */
+  /**
+   * whether a character of the value can be read two ways at one place: a "%" (as itself, or
+   * "%25"), or a "\" inside JSON strings (as itself, or escaped at some level)
+   */
   private readonly twoWays: boolean;
   /** the failure table over the value's characters, once a spelling is found (border) */
   private borders: Int32Array | null = null;
   /** onePlaceOccurrences' places of the characters of a spelling, and of one read on from its end */
   private places: [Int32Array, Int32Array] | null = null;
 
-  /** `forms`: every written form of `value` (its listed forms and hex forms, src/vault/scrub.ts). */
+  /**
+   * `forms`: every written form of `value` (its listed forms and hex forms, src/vault/scrub.ts);
+   * `levels`: how many levels of JSON strings a character of the percent spelling kept as itself
+   * may be escaped in (src/vault/percentSpelling.ts, jsonLevels).
+   */
   constructor(
     readonly value: string,
     readonly scope: string,
     forms: Iterable<string>,
+    levels = 0,
   ) {
     this.written = [...new Set(forms)].filter((f) => f !== "").map((f) => new WrittenForm(f));
     this.chars = [];
@@ -115,11 +127,15 @@ export class LongValue {
     for (const c of value) {
       const lone = c.length === 1 && c.charCodeAt(0) >= 0xd800 && c.charCodeAt(0) <= 0xdfff;
       const bytes = lone ? null : [...Buffer.from(c, "utf8")];
-      this.chars.push({ self: c, bytes, space: c === " " });
-      longest += Math.max(c.length, 3 * (bytes?.length ?? 0));
+      const escaped = jsonLevels(c, levels);
+      this.chars.push({ self: c, bytes, space: c === " ", escaped });
+      longest += Math.max(c.length, 3 * (bytes?.length ?? 0), ...escaped.map((e) => e.length));
     }
     this.percentLongest = longest;
-    this.twoWays = value.includes("%");
+    // (a run of backslashes spells a "\" of the value kept as itself at several levels at once:
+    // `\\\\` is two as themselves, or one escaped once; a `"` or a control has one escape at a
+    // place, its backslashes then itself, and no other spelling of it starts with "\")
+    this.twoWays = value.includes("%") || (levels > 0 && value.includes("\\"));
   }
 
   /** Whether some written form occurs in `t` (the percent spelling is not looked at). */
@@ -263,7 +279,10 @@ export class LongValue {
     const c = t.charCodeAt(s);
     const first = this.chars[0]!;
     return (
-      c === first.self.charCodeAt(0) || (c === 0x25 && first.bytes !== null) || (c === 0x2b && first.space)
+      c === first.self.charCodeAt(0) ||
+      (c === 0x25 && first.bytes !== null) ||
+      (c === 0x2b && first.space) ||
+      (c === 0x5c && first.escaped.length > 0)
     );
   }
 
@@ -277,19 +296,25 @@ export class LongValue {
       if (t.startsWith(ch.self, p)) add(p + ch.self.length);
       if (ch.bytes !== null && percentBytesAt(t, p, ch.bytes)) add(p + 3 * ch.bytes.length);
       if (ch.space && t.charCodeAt(p) === 0x2b) add(p + 1);
+      for (const e of ch.escaped) if (t.startsWith(e, p)) add(p + e.length);
     }
     return next;
   }
 }
 
 /**
- * The place after the one spelling of `ch` at `p` (-1: none), for a character other than "%":
- * as itself it does not start with "%", so at most one of its spellings is there.
+ * The place after the one spelling of `ch` at `p` (-1: none), for a character other than "%" and
+ * "\": as itself it starts with neither, so at most one of its spellings is there (an escape of
+ * it is a run of backslashes and then itself, one level for each length of the run).
  */
 function stepOf(t: string, p: number, ch: PercentChar): number {
   const c = t.charCodeAt(p);
   if (c === 0x25) return ch.bytes !== null && percentBytesAt(t, p, ch.bytes) ? p + 3 * ch.bytes.length : -1;
   if (ch.space && c === 0x2b) return p + 1;
+  if (c === 0x5c && ch.self !== "\\") {
+    for (const e of ch.escaped) if (t.startsWith(e, p)) return p + e.length;
+    return -1;
+  }
   if (c !== ch.self.charCodeAt(0)) return -1;
   if (ch.self.length === 2 && t.charCodeAt(p + 1) !== ch.self.charCodeAt(1)) return -1;
   return p + ch.self.length;

@@ -178,10 +178,10 @@ export class ReleasedValues {
     for (const f of [value, ...listed])
       for (let i = 0; i < f.length; i++) this.formChars[f.charCodeAt(i)] = 1;
     const source = listed.reduce((n, f) => n + f.length, 0);
-    const encoded = value.length <= LONG_VALUE ? percentPattern(value) : null;
+    const encoded = value.length <= LONG_VALUE ? percentPattern(value, JSON_LEVELS) : null;
     if (encoded === null || this.regexSource + source + encoded.source.length > REGEX_SOURCE_BUDGET) {
       // too long for a regex built from it: every form searched without one
-      const long = new LongValue(value, scope, [...listed, ...hexForms(value)]);
+      const long = new LongValue(value, scope, [...listed, ...hexForms(value)], jsonLevelsOf(value));
       this.long.push(long);
       const longestListed = listed.reduce((n, f) => Math.max(n, f.length), 0);
       this.longest = Math.max(
@@ -523,7 +523,7 @@ export class ReleasedValues {
     }
     this.linear ??= [...this.percent.keys()].map((v) => {
       const scope = this.values.get(v)!;
-      return new LongValue(v, scope, listedForms(v));
+      return new LongValue(v, scope, listedForms(v), JSON_LEVELS);
     });
     for (const l of this.linear) {
       const at = kind === "written" ? l.writtenOccurrences(t, [], true) : l.percentOccurrences(t);
@@ -1404,6 +1404,11 @@ function hexForms(value: string): string[] {
  */
 const JSON_LEVELS = 6;
 
+/** The levels of JSON strings at which `value`'s forms are listed (listedForms), and its percent spelling read (percentPattern). */
+function jsonLevelsOf(value: string): number {
+  return value.length <= LONG_VALUE ? JSON_LEVELS : 3;
+}
+
 /** The forms searched by the one alternation. */
 function listedForms(value: string): string[] {
   const base = new Set<string>([value]);
@@ -1447,7 +1452,7 @@ function listedForms(value: string): string[] {
     // 4 Mi characters six levels down, and what a stderr cut keeps back 36 times that)
     let deeper = stringified(stringified(f));
     if (deeper !== f)
-      for (let level = 3; level <= (value.length <= LONG_VALUE ? JSON_LEVELS : 3); level++) {
+      for (let level = 3; level <= jsonLevelsOf(value); level++) {
         deeper = stringified(deeper);
         out.add(deeper);
       }

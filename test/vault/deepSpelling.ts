@@ -105,22 +105,20 @@ export function spellDeep(c: string, pick: number, next: string, json2 = false):
 
 /**
  * `s` with each character written as `picks` choose, in turn, as encoders leave a character bare:
- * a `\` never bare beside JSON escapes (a `\` kept before `\u0061` reads as `\\` and `u0061`),
- * a `"` or `\` never bare beside URL escapes (one kept is written `\"` or `\\` inside a JSON
- * string, where the percent spelling around it is not read).
+ * a `\` never bare beside JSON escapes (a `\` kept before `\u0061` reads as `\\` and `u0061`).
+ * (A `"` or `\` bare beside URL escapes, written `\"` or `\\` inside a JSON string, is
+ * looked for since src/vault/percentSpelling.ts reads it so: jsonLevels.)
  */
 export function spellDeepAll(s: string, picks: number[], json2 = false): string {
   const chars = [...s];
   const kind = (i: number) => picks[i % picks.length]! % KINDS;
   const json = chars.some((_, i) => kind(i) === 4 || (json2 && kind(i) === 8));
-  const url = chars.some((_, i) => [5, 6, 7].includes(kind(i)));
   const out: string[] = new Array(chars.length);
   for (let i = chars.length - 1; i >= 0; i--) {
     const c = chars[i]!;
     const bare = kind(i) === 0 || kind(i) === 9 || (!json2 && kind(i) === 8);
     let pick = picks[i % picks.length]!;
     if (bare && json && c === "\\") pick = 4;
-    else if (bare && url && (c === '"' || c === "\\")) pick = 5;
     out[i] = spellDeep(c, pick, out[i + 1] ?? "", json2);
   }
   return out.join("");

@@ -4,20 +4,17 @@
 // html/template output escaped again), html-escaped-thrice (`&amp;amp;amp;#x002b;`), html-bare
 // (`&#43`, `&quot`), html-zeros (16-digit hex references), url-thrice, url-five, url-ref
 // (`&#37;252B`), base64-html-escaped, base64-url-thrice and json-six (six levels of JSON text, each
-// in a string of the next), and "whisper" with {deep: true} on stderr): the client's results, the
+// in a string of the next), and "whisper" with those forms on stderr): the client's results, the
 // gateway's stderr and the state directory hold none of them, read back as deep as they are
 // written. Before, each reached the client: references and `%25` were read once, without `;` not
 // at all, of up to 10 digits, and JSON text three levels deep at most.
-import { afterEach, describe, expect, it } from "vitest";
-import { runCli, startGateway } from "../helpers/gateway.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { describe, it } from "vitest";
 import { readDeep } from "./deepSpelling.js";
-import { everyFile, storeSecret, vaultedProject } from "./helpers.js";
+import { expectNoFormReachesAnyone } from "./echoLeakKit.js";
 
 // Quotes, a backslash, `/`, `+`, `=`, `?`, `>`, a space and non-ASCII; its base64 inside
 // "ab:…:end" holds `+`, `/` and `=`
 const SECRET = 'Zq7"w/+ é\\tok?9Xü=v41>>';
-const MARK = "[redacted:api-token]";
 const FORMS = [
   "html-escaped",
   "html-escaped-thrice",
@@ -30,12 +27,6 @@ const FORMS = [
   "base64-url-thrice",
   "json-six",
 ];
-
-let cleanup: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanup.reverse()) await c();
-  cleanup = [];
-});
 
 /**
  * Whether `text`, read back (the test's own reading: every escape the fixture writes, as deep as
@@ -59,36 +50,6 @@ function holdsValue(text: string): boolean {
 
 describe("a released value echoed with escapes read more than once, references without `;`, six levels of JSON", () => {
   it("reaches neither the client, the gateway's stderr nor the state directory", async () => {
-    const stateDir = newStateDir();
-    cleanup.push(async () => {
-      await runCli(["lock"], { stateDir });
-    });
-    await storeSecret(stateDir, "api-token", SECRET, "--deliver", "env");
-    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
-    const project = vaultedProject({
-      credentials: { API_TOKEN: { secret: "api-token", deliver: "env" } },
-      approval: { default: "none" },
-    });
-    cleanup.push(() => project.cleanup());
-    const gw = await startGateway({ args: ["vaulted"], cwd: project.dir, stateDir });
-    cleanup.push(() => gw.close());
-
-    for (const form of FORMS) {
-      // biome-ignore lint/suspicious/noExplicitAny: a tool result read loosely
-      const r: any = await gw.client.callTool({ name: "reveal", arguments: { form, note: "ab" } });
-      const text: string = r.content?.[0]?.text ?? "";
-      expect(text, form).toContain(MARK);
-      expect(holdsValue(text), `${form}: ${text}`).toBe(false);
-      expect(holdsValue(JSON.stringify(r.structuredContent)), form).toBe(false);
-    }
-    await gw.client.callTool({ name: "whisper", arguments: { deep: true } });
-    for (const form of FORMS) {
-      const line = await gw.waitForStderr(new RegExp(`deep ${form} `));
-      expect(line, form).toContain(MARK);
-    }
-    expect(holdsValue(JSON.stringify(gw.received())), "client results").toBe(false);
-    expect(holdsValue(gw.stderr()), "gateway stderr").toBe(false);
-    for (const f of everyFile(stateDir))
-      expect(holdsValue(Buffer.from(f.text, "latin1").toString("utf8")), f.path).toBe(false);
+    await expectNoFormReachesAnyone(SECRET, FORMS, holdsValue);
   });
 });

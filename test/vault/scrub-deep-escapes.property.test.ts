@@ -14,6 +14,7 @@ import { describe, expect, it } from "vitest";
 import * as references from "../../src/vault/htmlReferences.js";
 import { ReleasedValues } from "../../src/vault/scrub.js";
 import { KINDS, REF_DIGITS, REFERENCE_READINGS, readDeep, spellDeepAll } from "./deepSpelling.js";
+import { inLevels, levelsOf } from "./jsonLevelsKit.js";
 
 const MARK = "[redacted:api]";
 
@@ -146,29 +147,12 @@ describe('a value holding `"` or `\\` inside four to six levels of JSON text, ea
         (value, levels, before) => {
           const r = new ReleasedValues();
           r.add("api", value);
-          // the value inside `levels` JSON strings: levels - 1 of them here, the message's last
-          let inner = `${before}${value}!`;
-          for (let k = 1; k < levels; k++) inner = JSON.stringify({ text: inner });
-          const line = JSON.stringify({ jsonrpc: "2.0", id: 1, result: { text: inner } });
-          const read = (l: string) => {
-            let t: unknown = (JSON.parse(l) as { result: { text: string } }).result.text;
-            const texts: string[] = [];
-            for (let k = 1; typeof t === "string"; k++) {
-              texts.push(t);
-              if (k >= levels) break;
-              try {
-                t = (JSON.parse(t) as { text: unknown }).text;
-              } catch {
-                break; // a marker where JSON syntax was: no deeper level to read
-              }
-            }
-            return texts;
-          };
-          for (const text of read(r.scrubLine(line))) expect(text).not.toContain(value);
+          const line = inLevels(`${before}${value}!`, levels);
+          for (const text of levelsOf(r.scrubLine(line), levels)) expect(text).not.toContain(value);
           // on stderr the line is text: every level of it, read back, holds no value either
           const stderr = r.scrubText(line);
           expect(stderr).toContain(MARK);
-          for (const text of read(stderr)) expect(text).not.toContain(value);
+          for (const text of levelsOf(stderr, levels)) expect(text).not.toContain(value);
         },
       ),
       { numRuns: 300 },

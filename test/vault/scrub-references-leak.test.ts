@@ -2,17 +2,14 @@
 // HTML templates, encoders that escape every character, and redirects write it
 // (test/fixtures/servers/vaulted.mjs, the "reveal" forms html-go, html-hex, html-named,
 // json-lower, url-twice and base64-html, base64-named, base64-json-lower, base64-url-twice, and
-// "whisper" with {escaped: true} on stderr): the client's results, the gateway's stderr and the
+// "whisper" with those forms on stderr): the client's results, the gateway's stderr and the
 // state directory hold none of them, read back.
-import { afterEach, describe, expect, it } from "vitest";
-import { runCli, startGateway } from "../helpers/gateway.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
-import { everyFile, storeSecret, vaultedProject } from "./helpers.js";
+import { describe, it } from "vitest";
+import { expectNoFormReachesAnyone } from "./echoLeakKit.js";
 
 // Quotes, a backslash, `/`, `+`, `=`, `?`, a space and non-ASCII; its base64 inside "ab:…:end"
 // holds `+`, `/` and `=`
 const SECRET = 'Zq7"w/+ é\\tok?9Xü=v41>>';
-const MARK = "[redacted:api-token]";
 const FORMS = [
   "html-go",
   "html-hex",
@@ -24,12 +21,6 @@ const FORMS = [
   "base64-json-lower",
   "base64-url-twice",
 ];
-
-let cleanup: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanup.reverse()) await c();
-  cleanup = [];
-});
 
 /**
  * `text` with every escape the fixture writes read (the test's own reading, as UTF-8 bytes in
@@ -79,36 +70,6 @@ function holdsValue(text: string): boolean {
 
 describe("a released value echoed as HTML references, lower-case `\\u` escapes and URL escapes escaped again", () => {
   it("reaches neither the client, the gateway's stderr nor the state directory", async () => {
-    const stateDir = newStateDir();
-    cleanup.push(async () => {
-      await runCli(["lock"], { stateDir });
-    });
-    await storeSecret(stateDir, "api-token", SECRET, "--deliver", "env");
-    expect((await runCli(["unlock"], { stateDir, env: passphraseEnv() })).code).toBe(0);
-    const project = vaultedProject({
-      credentials: { API_TOKEN: { secret: "api-token", deliver: "env" } },
-      approval: { default: "none" },
-    });
-    cleanup.push(() => project.cleanup());
-    const gw = await startGateway({ args: ["vaulted"], cwd: project.dir, stateDir });
-    cleanup.push(() => gw.close());
-
-    for (const form of FORMS) {
-      // biome-ignore lint/suspicious/noExplicitAny: a tool result read loosely
-      const r: any = await gw.client.callTool({ name: "reveal", arguments: { form, note: "ab" } });
-      const text: string = r.content?.[0]?.text ?? "";
-      expect(text, form).toContain(MARK);
-      expect(holdsValue(text), `${form}: ${text}`).toBe(false);
-      expect(holdsValue(JSON.stringify(r.structuredContent)), form).toBe(false);
-    }
-    await gw.client.callTool({ name: "whisper", arguments: { escaped: true } });
-    for (const form of FORMS) {
-      const line = await gw.waitForStderr(new RegExp(`escaped ${form} `));
-      expect(line, form).toContain(MARK);
-    }
-    expect(holdsValue(JSON.stringify(gw.received())), "client results").toBe(false);
-    expect(holdsValue(gw.stderr()), "gateway stderr").toBe(false);
-    for (const f of everyFile(stateDir))
-      expect(holdsValue(Buffer.from(f.text, "latin1").toString("utf8")), f.path).toBe(false);
+    await expectNoFormReachesAnyone(SECRET, FORMS, holdsValue);
   });
 });

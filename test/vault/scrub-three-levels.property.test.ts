@@ -9,19 +9,10 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ReleasedValues } from "../../src/vault/scrub.js";
+import { valueWithEscaped } from "./jsonLevelsKit.js";
 
 const plain = fc.constantFrom(..."abcXYZ019-_ é/<".split(""));
-const escaped = fc.constantFrom('"', "\\", "\n", "\t", "\u0001");
-// a value with at least one character JSON.stringify escapes, between plain characters (a value
-// that is only JSON's syntax, `"` alone, is in every message as its syntax)
-const value = fc
-  .tuple(
-    fc.string({ unit: plain, minLength: 2, maxLength: 10 }),
-    escaped,
-    fc.string({ unit: fc.oneof(plain, escaped), maxLength: 10 }),
-    plain,
-  )
-  .map(([a, e, b, z]) => a + e + b + z);
+const value = valueWithEscaped(plain);
 const around = fc.string({ unit: plain, maxLength: 8 });
 
 const stringified = (s: string) => JSON.stringify(s).slice(1, -1);
