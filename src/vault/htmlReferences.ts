@@ -10,10 +10,14 @@
  * without it (`&#43` before a character that is no digit: the parser takes every digit there is);
  * a named reference HTML defines for an ASCII character (NAMED) with its `;`, and the legacy names
  * HTML's parser reads without one too (LEGACY: `&amp`, `&lt`, `&quot`…, the longest that starts
- * the letters there, as `&ampx` reads `&x`). And a reference written with references, to
- * REFERENCE_READINGS readings (eachNestedReference: `&amp;#43;`, an HTML page escaped again, reads
- * `+`). Not read: a numeric reference of more digits, a name for a character outside ASCII.
+ * the letters there, as `&ampx` reads `&x`); with `names` "all" (the scrubber of server output),
+ * every name HTML defines for one character and every legacy name (src/vault/htmlNames.ts:
+ * `&eacute;`, `&frac12`). And a reference written with references, to REFERENCE_READINGS readings
+ * (eachNestedReference: `&amp;#43;`, an HTML page escaped again, reads `+`). Not read: a numeric
+ * reference of more digits; with "ascii", a name for a character outside ASCII.
  */
+
+import { LONGEST_ANY_NAME, LONGEST_LEGACY_NAME, legacyCodePoint, namedCodePoint } from "./htmlNames.js";
 
 /**
  * The most digits read in one numeric reference (leading zeros included). HTML's parser reads any
@@ -114,8 +118,9 @@ export function referenceAt(
   s: string | Uint8Array,
   at: number,
   bare: Bare = true,
+  names: Names = "ascii",
 ): { char: number; end: number } | null {
-  return unitAt(s, at) === 0x26 ? referenceAfterAmpersand(s, at + 1, bare) : null;
+  return unitAt(s, at) === 0x26 ? referenceAfterAmpersand(s, at + 1, bare, names) : null;
 }
 
 /**
@@ -128,12 +133,13 @@ export function eachNestedReference(
   s: string | Uint8Array,
   at: number,
   on: (char: number, end: number) => void,
+  names: Names = "ascii",
 ): void {
-  let ref = referenceAt(s, at);
+  let ref = referenceAt(s, at, true, names);
   for (let k = 0; ref !== null && k < REFERENCE_READINGS; k++) {
     on(ref.char, ref.end);
     if (ref.char !== 0x26) return;
-    ref = referenceAfterAmpersand(s, ref.end);
+    ref = referenceAfterAmpersand(s, ref.end, true, names);
   }
 }
 
@@ -160,10 +166,18 @@ export function nestedReferenceEnd(s: string | Uint8Array, at: number, char: num
 /** Which references without their `;` are read: all (HTML's parser), none, or legacy names only. */
 export type Bare = boolean | "names";
 
+/**
+ * Which names are read: those of ASCII characters (NAMED, LEGACY: the egress proxy's echo check,
+ * whose stream keeps back as many bytes as the longest of them takes), or every name HTML defines
+ * for one character (src/vault/htmlNames.ts: the scrubber of server output).
+ */
+export type Names = "ascii" | "all";
+
 function referenceAfterAmpersand(
   s: string | Uint8Array,
   q0: number,
   bare: Bare = true,
+  names: Names = "ascii",
 ): { char: number; end: number } | null {
   let q = q0;
   if (unitAt(s, q) === 0x23) {
@@ -183,20 +197,32 @@ function referenceAfterAmpersand(
     if (unitAt(s, q) === 0x3b) return { char: n, end: q + 1 };
     return bare === true ? { char: n, end: q } : null;
   }
-  // the name's letters up to its `;`, read into a string only when the `;` is there
-  for (; q <= q0 + LONGEST_NAME; q++) {
+  // the name's letters up to its `;`, read into a string only when the `;` is there (with every
+  // name, its digits too: `&frac12;`, `&sup2`)
+  const all = names === "all";
+  for (; q <= q0 + (all ? LONGEST_ANY_NAME : LONGEST_NAME); q++) {
     const c = unitAt(s, q);
-    if (!((c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a))) break;
+    if (!((c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (all && c >= 0x30 && c <= 0x39))) break;
   }
   if (q === q0) return null;
   if (unitAt(s, q) === 0x3b) {
     const name = typeof s === "string" ? s.slice(q0, q) : String.fromCharCode(...s.subarray(q0, q));
-    const char = NAMED_CHAR.get(name);
-    if (char !== undefined) return { char: char.charCodeAt(0), end: q + 1 };
+    const char = all ? namedCodePoint(name) : NAMED_CHAR.get(name)?.charCodeAt(0);
+    if (char !== undefined) return { char, end: q + 1 };
   }
   // a legacy name without its `;` (or before letters that make no name with one): the longest
   // that starts the letters, as HTML's parser reads `&ampx` as `&x`
   if (bare === false) return null;
+  if (all) {
+    // the longest first, by length (a look-up for each, not a pass over all 106 names)
+    for (let len = Math.min(q - q0, LONGEST_LEGACY_NAME); len >= 2; len--) {
+      const name =
+        typeof s === "string" ? s.slice(q0, q0 + len) : String.fromCharCode(...s.subarray(q0, q0 + len));
+      const char = legacyCodePoint(name);
+      if (char !== undefined) return { char, end: q0 + len };
+    }
+    return null;
+  }
   for (const name of LEGACY)
     if (q - q0 >= name.length && startsWithAt(s, q0, name))
       return { char: NAMED_CHAR.get(name)!.charCodeAt(0), end: q0 + name.length };

@@ -7,7 +7,8 @@
  * a character written as a reference is the value, and `%252F` read once is `%2F`, which the
  * search of percent spellings reads as `/`.
  *
- * Read: each reference (src/vault/htmlReferences.ts), as the character it stands for; each `%25`
+ * Read: each reference (src/vault/htmlReferences.ts, every name HTML defines for one character:
+ * `&eacute;` too, src/vault/htmlNames.ts), as the character it stands for; each `%25`
  * before two hex digits (a URL escape escaped again: `%252F`, and `%2525` for `%`) as `%`. One
  * reading is one pass over the text; what it gives is read again while a reading reads something,
  * up to REFERENCE_READINGS readings (eachReading): a reference written with references (`&amp;#43;`)
@@ -37,7 +38,7 @@ export function mayHoldReferences(text: string, wanted: Uint8Array): boolean {
     // (most `&` of a URL's query are followed by neither `#` nor a name's two letters: `&y=2`)
     const next = text.charCodeAt(at + 1);
     if (next !== 0x23 && !(isLetter(next) && isLetter(text.charCodeAt(at + 2)))) continue;
-    eachNestedReference(text, at, want);
+    eachNestedReference(text, at, want, "all");
     if (found) return true;
   }
   return false;
@@ -120,7 +121,7 @@ export function readReferences(
     let char: string;
     let end: number;
     if (p === -1 || (at !== -1 && at < p)) {
-      const ref = referenceAt(input, at, bare);
+      const ref = referenceAt(input, at, bare, "all");
       if (ref === null) {
         at = input.indexOf("&", at + 1);
         continue;

@@ -30,7 +30,10 @@
  * src/vault/referenceSpelling.ts), as written and after each reading of its JSON escapes, and
  * what they spell is searched (so `%252F` is searched as `%2F`, a percent spelling). A text is
  * read so only if it holds a complete reference or a `%25`, and searched whole only if a form
- * occurs around what was read.
+ * occurs around what was read. Every name HTML defines for a character is read, `&eacute;` too
+ * (src/vault/htmlNames.ts).
+ * * And all of these for each Unicode normalization of V that differs from it (NORMALIZATIONS: a
+ * server that normalizes what it echoes writes `é` as `e` and U+0301).
  *
  * How they are searched: the forms of a value of up to LONG_VALUE characters by one regex
  * alternation, and its percent spellings by a regex of its own; a longer value (up to the vault's
@@ -161,8 +164,16 @@ export class ReleasedValues {
   /** the length of the longest of them */
   private longestMarker = redactionMarker("credential").length;
 
-  /** A value the vault released under `scope`: from now on none of its forms passes. */
+  /**
+   * A value the vault released under `scope`: from now on none of its forms passes, nor any of
+   * the forms of its Unicode normalizations (NORMALIZATIONS).
+   */
   add(scope: string, value: string): void {
+    for (const v of normalizationsOf(value)) this.addWritten(scope, v);
+  }
+
+  /** A value as written (add): every form of it. */
+  private addWritten(scope: string, value: string): void {
     if (value === "" || this.values.has(value)) return;
     this.values.set(value, scope);
     const marker = redactionMarker(scope);
@@ -1407,6 +1418,29 @@ const JSON_LEVELS = 6;
 /** The levels of JSON strings at which `value`'s forms are listed (listedForms), and its percent spelling read (percentPattern). */
 function jsonLevelsOf(value: string): number {
   return value.length <= LONG_VALUE ? JSON_LEVELS : 3;
+}
+
+/**
+ * The Unicode normalizations a value is also scrubbed in. A server may normalize the text it is
+ * given before it echoes it: composed (NFC: `é` as U+00E9, what most input methods write),
+ * decomposed (NFD: `e` and U+0301, as macOS writes file names and many libraries normalize), or
+ * with compatibility characters replaced (NFKC and NFKD: `ﬁ` as `fi`, `½` as `1⁄2`, a fullwidth
+ * `Ａ` as `A`, as password preparation, SASLprep and PRECIS, does). The text reads the same to a
+ * person in each, and a value released in one form leaked in another is the same secret. A value
+ * of ASCII alone is its own normalization in all four, so this costs nothing for it.
+ */
+const NORMALIZATIONS = ["NFC", "NFD", "NFKC", "NFKD"] as const;
+
+/** `value` and each of its normalizations that differs from it. */
+function normalizationsOf(value: string): string[] {
+  const out = new Set([value]);
+  // (a value of ASCII alone, the common case, is normalized to itself in every form)
+  for (let i = 0; i < value.length; i++)
+    if (value.charCodeAt(i) > 0x7f) {
+      for (const form of NORMALIZATIONS) out.add(value.normalize(form));
+      break;
+    }
+  return [...out];
 }
 
 /** The forms searched by the one alternation. */

@@ -1,0 +1,171 @@
+// The scrubber of server output (src/vault/scrub.ts) against a released value holding characters
+// outside ASCII, written as a server or a template may write them: in any of the four Unicode
+// normalizations (NFC `é`, NFD `e` and U+0301, NFKC and NFKD: `ﬁ` as `fi`, `½` as `1⁄2`), and each
+// character as itself, a named reference (any name HTML defines for it, `&eacute;`, or a legacy
+// name without `;`, `&eacute`), a decimal or hex reference, a `\u` escape (two for a character
+// outside the BMP) or its UTF-8 bytes URL-encoded. In a stderr line, a JSON message's string and
+// one whose `&` are written `\u0026`. What must hold: nothing outside the markers, read back and
+// put in any normalization, holds the value in that normalization. Before, `&eacute;` and every
+// other name for a character outside ASCII was not read (only ASCII names were), and a value was
+// searched in the normalization it was released in alone: `cafe\u0301…` (NFD) for `café…` reached
+// the client.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import {
+  allNames,
+  LEGACY_NAMES,
+  LONGEST_ANY_NAME,
+  LONGEST_LEGACY_NAME,
+  namedCodePoint,
+} from "../../src/vault/htmlNames.js";
+import { NAMED } from "../../src/vault/htmlReferences.js";
+import { ReleasedValues } from "../../src/vault/scrub.js";
+
+const MARK = "[redacted:api]";
+const FORMS = ["NFC", "NFD", "NFKC", "NFKD"] as const;
+
+// characters with names, with decompositions, with compatibility forms, and a few without either
+const nonAscii = fc.constantFrom(
+  ..."éüñÅöçßÉ©½²€Ω\u2126\u212b≠ﬁǅ\u00a0…Ａ中😀".split(/(?:)/u),
+  "e\u0301", // a decomposed é, as released
+);
+const ascii = fc.constantFrom(..."abcXYZ019-_ /+".split(""));
+const valueArb = fc
+  .tuple(fc.string({ unit: fc.oneof(ascii, nonAscii), minLength: 3, maxLength: 12 }), nonAscii)
+  .map(([a, n]) => `${a}${n}`);
+const around = fc
+  .array(fc.constantFrom(" ", "\n", "<p>", "x", "ab", "&", ";"), { maxLength: 4 })
+  .map((a) => a.join(""));
+const picks = fc.array(fc.nat(), { minLength: 1, maxLength: 12 });
+
+/** Every name HTML defines, by the code point it stands for (the test's own index of the table). */
+const NAMES_OF = new Map<number, string[]>();
+for (const [name, cp] of allNames()) NAMES_OF.set(cp, [...(NAMES_OF.get(cp) ?? []), name]);
+const LEGACY = new Set(LEGACY_NAMES);
+
+/**
+ * One way of writing character `c` (a code point), chosen by `pick`; `next`: what is written
+ * after it (a legacy name goes without its `;` only where what follows cannot lengthen it).
+ */
+function spell(c: string, pick: number, next: string): string {
+  const cp = c.codePointAt(0)!;
+  const hex = (n: number, width: number) => n.toString(16).padStart(width, "0");
+  switch (pick % 7) {
+    case 1:
+    case 2: {
+      const names = NAMES_OF.get(cp);
+      if (!names) return `&#${cp};`;
+      const name = names[(pick >> 3) % names.length]!;
+      const bare = pick % 7 === 2 && LEGACY.has(name) && next !== "" && !/^[0-9A-Za-z;\\%&]/.test(next);
+      return `&${name}${bare ? "" : ";"}`;
+    }
+    case 3:
+      return (pick >> 3) % 2 === 0 ? `&#${cp};` : `&#x${hex(cp, 1)};`;
+    case 4:
+      return [...Array.from({ length: c.length }, (_, i) => c.charCodeAt(i))]
+        .map((u) => `\\u${hex(u, 4)}`)
+        .join("");
+    case 5:
+      return [...Buffer.from(c, "utf8")].map((b) => `%${hex(b, 2).toUpperCase()}`).join("");
+    default:
+      return c;
+  }
+}
+
+/** `s` with each code point written as `picks` choose, in turn (last first, for spell's `next`). */
+function spellAll(s: string, picks: number[]): string {
+  const chars = [...s];
+  const out: string[] = new Array(chars.length);
+  for (let i = chars.length - 1; i >= 0; i--) {
+    const c = chars[i]!;
+    // a `\` kept bare before a `\u` escape would read as `\\`: no value here holds one
+    out[i] = spell(c, picks[i % picks.length]!, out[i + 1] ?? "");
+  }
+  return out.join("");
+}
+
+/**
+ * `text` read back by the test's own reader: HTML references (every name, with `;`, or the
+ * longest legacy name the letters start with), then `\u` escapes, then URL escapes as UTF-8.
+ */
+function readBack(text: string): string {
+  const refs = text.replace(
+    /&#[xX]([0-9a-fA-F]+);?|&#([0-9]+);?|&([A-Za-z0-9]+)(;?)/g,
+    (m, h, d, name, semi) => {
+      if (h !== undefined || d !== undefined) {
+        const n = h !== undefined ? Number.parseInt(h, 16) : Number.parseInt(d, 10);
+        return n <= 0x10ffff ? String.fromCodePoint(n) : m;
+      }
+      const cp = semi === ";" ? namedCodePoint(name) : undefined;
+      if (cp !== undefined) return String.fromCodePoint(cp);
+      const legacy = LEGACY_NAMES.find((l) => name.startsWith(l));
+      return legacy ? String.fromCodePoint(namedCodePoint(legacy)!) + name.slice(legacy.length) + semi : m;
+    },
+  );
+  const json = refs.replace(/\\u([0-9a-fA-F]{4})/g, (_m, u) => String.fromCharCode(Number.parseInt(u, 16)));
+  const bytes = Buffer.from(json, "utf8")
+    .toString("latin1")
+    .replace(/%([0-9a-fA-F]{2})/g, (_m, h) => String.fromCharCode(Number.parseInt(h, 16)));
+  return Buffer.from(bytes, "latin1").toString("utf8");
+}
+
+/** What `written`, between `before` and `after`, comes out as: a stderr line, a JSON string, and the latter with `&` as `\u0026`. */
+function scrubbedEveryWay(r: ReleasedValues, text: string): string[] {
+  const line = JSON.stringify({ jsonrpc: "2.0", id: 1, result: { text } });
+  const strings = (l: string) => (JSON.parse(l) as { result: { text: string } }).result.text;
+  return [
+    r.scrubText(text),
+    strings(r.scrubLine(line)),
+    strings(r.scrubLine(line.replaceAll("&", "\\u0026"))),
+  ];
+}
+
+describe("a released value holding characters outside ASCII, in any normalization, any character escaped", () => {
+  it("the table holds every name HTML defines for one character, the names of ASCII ones included", () => {
+    // (the HTML standard: 2,125 names with `;`, 93 of them for two characters; 106 legacy names)
+    expect(allNames().size).toBe(2032);
+    expect(LEGACY_NAMES).toHaveLength(106);
+    expect(namedCodePoint("eacute")).toBe(0xe9);
+    expect(namedCodePoint("CounterClockwiseContourIntegral")).toBe(0x2233);
+    expect(namedCodePoint("frac12")).toBe(0xbd);
+    expect(namedCodePoint("plus")).toBe(0x2b);
+    // the bounds a reader of names takes from it
+    expect(Math.max(...[...allNames().keys()].map((n) => n.length))).toBe(LONGEST_ANY_NAME);
+    expect(Math.max(...LEGACY_NAMES.map((n) => n.length))).toBe(LONGEST_LEGACY_NAME);
+    // and the names of ASCII characters the egress proxy reads are among them, for the same ones
+    for (const [c, names] of NAMED)
+      for (const n of names) expect(namedCodePoint(n), n).toBe(c.codePointAt(0));
+  });
+
+  it("property: nothing outside the markers, read back in any normalization, holds the value", () => {
+    fc.assert(
+      fc.property(
+        valueArb,
+        fc.constantFrom(null, ...FORMS),
+        picks,
+        around,
+        around,
+        (value, form, p, before, after) => {
+          const r = new ReleasedValues();
+          r.add("api", value);
+          const written = spellAll(form === null ? value : value.normalize(form), p);
+          for (const out of scrubbedEveryWay(r, `${before}${written}${after}`)) {
+            expect(out).toContain(MARK);
+            for (const piece of out.split(MARK)) {
+              const shown = readBack(piece);
+              for (const f of FORMS) expect(shown.normalize(f), out).not.toContain(value.normalize(f));
+            }
+          }
+        },
+      ),
+      {
+        numRuns: 500,
+        examples: [
+          // reached the client before: a name for a character outside ASCII, and the value decomposed
+          ["café-secret-1", null, [0, 0, 0, 1, 0], "", ""],
+          ["café-secret-1", "NFD", [0], "", ""],
+        ],
+      },
+    );
+  });
+});
