@@ -59,6 +59,7 @@ import {
 } from "./jsonSpelling.js";
 import { type Found, LONG_VALUE, LongValue, WrittenForm } from "./longValues.js";
 import { escapeRegExp, percentPattern } from "./percentSpelling.js";
+import { referencePattern } from "./referencePattern.js";
 import { eachReading, mayHoldReferences, throughSource } from "./referenceSpelling.js";
 
 const MIN_FRAGMENT = 8;
@@ -123,6 +124,9 @@ export class ReleasedValues {
   private readonly percent = new Map<string, string>();
   private pattern: RegExp | null = null;
   private percentRegex: RegExp | null = null;
+  /** value → the regex source of its every spelling with HTML references (src/vault/referencePattern.ts) */
+  private readonly referenceSources = new Map<string, string>();
+  private referenceRegex: RegExp | null = null;
   private caseless: RegExp | null = null;
   /** every MIN_FRAGMENT-character piece of every value, for scrubPieces; null when stale */
   private pieceIndex: PieceIndex | null = null;
@@ -183,6 +187,7 @@ export class ReleasedValues {
     this.bracketed ||= value.includes("[") || value.includes("]");
     this.pattern = null;
     this.percentRegex = null;
+    this.referenceRegex = null;
     this.caseless = null;
     this.pieceIndex = null;
     const listed = listedForms(value);
@@ -216,6 +221,7 @@ export class ReleasedValues {
     this.linear = null;
     this.longest = Math.max(this.longest, 2 * Buffer.byteLength(value, "utf8"));
     this.percent.set(value, encoded.source);
+    this.referenceSources.set(value, referencePattern(value));
     this.regexSource += source + encoded.source.length;
     this.longest = Math.max(this.longest, encoded.longest);
   }
@@ -225,6 +231,8 @@ export class ReleasedValues {
     const scope = this.forms.get(match);
     if (scope !== undefined) return scope;
     for (const [value, source] of this.percent)
+      if (new RegExp(`^(?:${source})$`).test(match)) return this.values.get(value)!;
+    for (const [value, source] of this.referenceSources)
       if (new RegExp(`^(?:${source})$`).test(match)) return this.values.get(value)!;
     return "credential";
   }
@@ -712,6 +720,16 @@ export class ReleasedValues {
       // REFERENCE_READINGS (`&amp;#43;` reads `&#43;`, then `+`), and with each reading's JSON
       // escapes read after it (`&amp;#\u0031;`: `&#\u0031;`, then `&#1;`); searched whole, with
       // places, only where a form occurs around what was read (most text with a `&` holds none)
+      // and every spelling of a value with references as written, wherever it is: text before it
+      // can take its first character into a reference of its own at some reading
+      // (src/vault/referencePattern.ts)
+      if (references && this.referenceSources.size > 0 && t.includes("&")) {
+        const all = eachMatch(this.referencePatterns(), t, (start, end, m) =>
+          place(start, end, this.scopeOf(m)),
+        );
+        // (text that repeats a value that repeats itself, past the search's work: all of it)
+        if (!all) place(0, t.length, "credential");
+      }
       if (references)
         eachReading(t, this.formChars, true, (r) => {
           const places = source ? throughSource(r.source, source) : r.source;
@@ -959,6 +977,8 @@ export class ReleasedValues {
    * none), and one whose reading holds no form is searched as before.
    */
   private referencesSpell(text: string): boolean {
+    if (!mayHoldReferences(text, this.formChars)) return false;
+    if (this.referenceSources.size > 0 && matches(this.referencePatterns(), text)) return true;
     let spelled = false;
     eachReading(text, this.formChars, false, (r) => {
       // (and its JSON escapes read after it, as spansOf reads them)
@@ -1000,6 +1020,17 @@ export class ReleasedValues {
     if (!this.mayPercentEncode(text)) return false;
     if (this.long.some((l) => l.percentOccurrences(text).length > 0)) return true;
     return matches(this.percentPatterns(), text);
+  }
+
+  /** Every spelling of every value with HTML references (src/vault/referencePattern.ts), longest value first. */
+  private referencePatterns(): RegExp {
+    if (!this.referenceRegex) {
+      const all = [...this.referenceSources.entries()]
+        .sort((a, b) => b[0].length - a[0].length)
+        .map(([, p]) => p);
+      this.referenceRegex = new RegExp(all.length > 0 ? all.join("|") : NOTHING, "g");
+    }
+    return this.referenceRegex;
   }
 
   /** Every percent-encoding of every value (src/vault/percentSpelling.ts), longest value first. */

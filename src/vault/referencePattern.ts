@@ -1,0 +1,45 @@
+/**
+ * Every spelling of a value with HTML references as one regex, as src/vault/percentSpelling.ts
+ * has every percent spelling: each character as itself or as any reference to it (decimal or hex
+ * in either case with leading zeros, with its `;` or without, any name HTML defines for it, a
+ * legacy name without `;`), the reference's `&` itself written with references up to three times
+ * (`&amp;#43;`, `&#38;#x2b;`: four readings in all, REFERENCE_READINGS).
+ *
+ * Why, beside the readings of src/vault/referenceSpelling.ts: those read the text as a whole, and
+ * text before a value can end in an unfinished reference that takes the value's first character
+ * at some reading (`&amp` before `;&#97;…` reads `&aaaa`, the value's `;` taken into `&amp;`; `&#`
+ * before `&#49&amp;#97;…` reads `&#1` at the second reading, the value's `1` taken), and so can a
+ * value that holds the start of a reference itself (`aa&#0` before `&#97;`). A reader of numeric
+ * references alone, or one that reads once, or a person, still reads the value there. Searching
+ * the spelling itself finds it wherever it is written, whatever comes before it. Only references
+ * (and the characters as themselves) are mixed here: a value with some characters percent-encoded
+ * or `\u`-escaped beside references after such text is not (docs/security.md).
+ */
+
+import { allNames, LEGACY_NAMES } from "./htmlNames.js";
+import { escapeRegExp } from "./percentSpelling.js";
+
+/** What a reference's `&` may be written as, up to three times more (a reading each). */
+const AMPERSAND = "&(?:(?:amp|AMP);?|#0*38;?|#[xX]0*26;?){0,3}";
+
+let namesOf: Map<number, string[]> | null = null;
+
+/** A regex source matching `value` with each character itself or any reference to it. */
+export function referencePattern(value: string): string {
+  if (namesOf === null) {
+    namesOf = new Map();
+    for (const [name, cp] of allNames()) namesOf.set(cp, [...(namesOf.get(cp) ?? []), name]);
+  }
+  let source = "";
+  for (const c of value) {
+    const cp = c.codePointAt(0)!;
+    const hex = [...cp.toString(16)].map((d) => (/[a-f]/.test(d) ? `[${d}${d.toUpperCase()}]` : d)).join("");
+    const bodies = [`#0*${cp};?`, `#[xX]0*${hex};?`];
+    const names = namesOf.get(cp) ?? [];
+    if (names.length > 0) bodies.push(`(?:${names.join("|")});`);
+    const legacy = names.filter((n) => LEGACY_NAMES.includes(n));
+    if (legacy.length > 0) bodies.push(`(?:${legacy.join("|")})`);
+    source += `(?:${escapeRegExp(c)}|${AMPERSAND}(?:${bodies.join("|")}))`;
+  }
+  return source;
+}
