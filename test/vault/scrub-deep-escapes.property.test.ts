@@ -15,6 +15,7 @@ import * as references from "../../src/vault/htmlReferences.js";
 import { ReleasedValues } from "../../src/vault/scrub.js";
 import { KINDS, REF_DIGITS, REFERENCE_READINGS, readDeep, spellDeepAll } from "./deepSpelling.js";
 import { inLevels, levelsOf } from "./jsonLevelsKit.js";
+import { scrubbedEveryWay } from "./scrubbedEveryWay.js";
 
 const MARK = "[redacted:api]";
 
@@ -33,18 +34,6 @@ const around = fc
   })
   .map((a) => a.join(""));
 const picks = fc.array(fc.nat(), { minLength: 1, maxLength: 12 });
-
-/** What `written`, between `before` and `after`, comes out as: a stderr line, a JSON string, and the latter with `&` as `\u0026`. */
-function scrubbedEveryWay(r: ReleasedValues, before: string, written: string, after: string): string[] {
-  const text = `${before}${written}${after}`;
-  const line = JSON.stringify({ jsonrpc: "2.0", id: 1, result: { text } });
-  const strings = (l: string) => (JSON.parse(l) as { result: { text: string } }).result.text;
-  return [
-    r.scrubText(text),
-    strings(r.scrubLine(line)),
-    strings(r.scrubLine(line.replaceAll("&", "\\u0026"))),
-  ];
-}
 
 describe("a released value written with escapes read more than once and references without `;`, any mix", () => {
   it("the spellings reach the scrubbers' bounds: 16 digits, four readings", () => {

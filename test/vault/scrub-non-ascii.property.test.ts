@@ -20,6 +20,7 @@ import {
 } from "../../src/vault/htmlNames.js";
 import { NAMED } from "../../src/vault/htmlReferences.js";
 import { ReleasedValues } from "../../src/vault/scrub.js";
+import { scrubbedEveryWay } from "./scrubbedEveryWay.js";
 
 const MARK = "[redacted:api]";
 const FORMS = ["NFC", "NFD", "NFKC", "NFKD"] as const;
@@ -109,17 +110,6 @@ function readBack(text: string): string {
   return Buffer.from(bytes, "latin1").toString("utf8");
 }
 
-/** What `written`, between `before` and `after`, comes out as: a stderr line, a JSON string, and the latter with `&` as `\u0026`. */
-function scrubbedEveryWay(r: ReleasedValues, text: string): string[] {
-  const line = JSON.stringify({ jsonrpc: "2.0", id: 1, result: { text } });
-  const strings = (l: string) => (JSON.parse(l) as { result: { text: string } }).result.text;
-  return [
-    r.scrubText(text),
-    strings(r.scrubLine(line)),
-    strings(r.scrubLine(line.replaceAll("&", "\\u0026"))),
-  ];
-}
-
 describe("a released value holding characters outside ASCII, in any normalization, any character escaped", () => {
   it("the table holds every name HTML defines for one character, the names of ASCII ones included", () => {
     // (the HTML standard: 2,125 names with `;`, 93 of them for two characters; 106 legacy names)
@@ -149,7 +139,7 @@ describe("a released value holding characters outside ASCII, in any normalizatio
           const r = new ReleasedValues();
           r.add("api", value);
           const written = spellAll(form === null ? value : value.normalize(form), p);
-          for (const out of scrubbedEveryWay(r, `${before}${written}${after}`)) {
+          for (const out of scrubbedEveryWay(r, before, written, after)) {
             expect(out).toContain(MARK);
             for (const piece of out.split(MARK)) {
               const shown = readBack(piece);

@@ -11,6 +11,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { NAMED, REF_DIGITS } from "../../src/vault/htmlReferences.js";
 import { ReleasedValues } from "../../src/vault/scrub.js";
+import { scrubbedEveryWay } from "./scrubbedEveryWay.js";
 
 const MARK = "[redacted:api]";
 
@@ -123,21 +124,6 @@ const around = fc
   .array(fc.constantFrom(" ", "\n", "<p>", "&", "&amp;", "#", ";", "%", "%25", "x", "ab"), { maxLength: 5 })
   .map((a) => a.join(""));
 const picks = fc.array(fc.nat(), { minLength: 1, maxLength: 12 });
-
-/** What `written`, between `before` and `after`, comes out as: a stderr line, a JSON string, and the latter with `&` as `\u0026`. */
-function scrubbedEveryWay(r: ReleasedValues, before: string, written: string, after: string): string[] {
-  const text = `${before}${written}${after}`;
-  const line = JSON.stringify({ jsonrpc: "2.0", id: 1, result: { text } });
-  const strings = (l: string) => {
-    const parsed = JSON.parse(l) as { result: { text: string } };
-    return parsed.result.text;
-  };
-  return [
-    r.scrubText(text),
-    strings(r.scrubLine(line)),
-    strings(r.scrubLine(line.replaceAll("&", "\\u0026"))),
-  ];
-}
 
 describe("a released value written with HTML references, `\\u` escapes and URL escapes once or twice, any mix", () => {
   it("property: the value, any of its characters so written: none is left outside the markers", () => {
