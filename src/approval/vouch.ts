@@ -32,6 +32,13 @@ export function requestSocketName(id: string, review: unknown): string {
   return `${PREFIX}${id}/${digest}`;
 }
 
+/**
+ * The mark a listed request gets when its gateway does not vouch for its row: under its card in
+ * `portcullis approvals` and on the console's Requests page, in the same words.
+ */
+export const NOT_VOUCHED_NOTE =
+  "not vouched: its gateway holds no mark of this request with this review: the row was written by another process, or rewritten since; decide it by its ID only if a gateway printed that ID for you";
+
 /** Whether this platform has abstract unix sockets (Linux): elsewhere no gateway vouches, and none is asked. */
 export const CAN_VOUCH = process.platform === "linux";
 

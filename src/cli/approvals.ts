@@ -25,7 +25,7 @@ import {
 import { getRun } from "../approval/runs.js";
 import { epochMovedOn } from "../approval/serverEpoch.js";
 import { ShownDecisions } from "../approval/shownDecisions.js";
-import { gatewayVouches } from "../approval/vouch.js";
+import { gatewayVouches, NOT_VOUCHED_NOTE } from "../approval/vouch.js";
 import { displayName, safeText } from "../catalog/text.js";
 import { notPortcullisPhrase, runsPortcullisCommand } from "../identity/proc.js";
 import type { DecisionSigner } from "../keyring/approver.js";
@@ -54,7 +54,6 @@ import {
   askDecision,
   hasTerminal,
   LISTED_REQUESTS,
-  NOT_VOUCHED_NOTE,
   nextDecidable,
   notVouchedLine,
   passedByLine,
@@ -692,6 +691,11 @@ function nothingToDecide(db: Store, stateDir: string, notPortcullis: number, not
   if (notVouched > 0 && notPortcullis === 0) {
     const m = notVouched;
     return `no approval request can be decided with --next: ${m === 1 ? "the gateway of the one pending request does" : `the gateways of the ${m} pending requests do`} not vouch for ${m === 1 ? "it" : "them"} (a gateway holds a mark of each request it makes, with its review; ${m === 1 ? "this row was" : "these rows were"} written by another process, or rewritten since); read ${m === 1 ? "it" : "them"} with ${quotedCommand("approvals", stateDir)} and decide one by its ID only if a gateway printed that ID for you.`;
+  }
+  // both kinds passed by: each counted, so the total matches the lines above it and the list
+  if (notVouched > 0 && notPortcullis > 0) {
+    const m = notVouched + notPortcullis;
+    return `no approval request can be decided with --next: of the ${m} pending requests, the ${notPortcullis === 1 ? "gateway of 1 is" : `gateways of ${notPortcullis} are`} not, by ${notPortcullis === 1 ? "its command line as read here, a portcullis gateway" : "their command lines as read here, portcullis gateways"}, and the ${notVouched === 1 ? "gateway of 1 does" : `gateways of ${notVouched} do`} not vouch for ${notVouched === 1 ? "it" : "them"} (a gateway holds a mark of each request it makes, with its review): the rows may have been written by another process; read them with ${quotedCommand("approvals", stateDir)} and decide one by its ID only if a gateway printed that ID for you.`;
   }
   if (notPortcullis > 0) {
     const m = notPortcullis;

@@ -8,7 +8,7 @@ import { ReadStream } from "node:tty";
 import { renderReview, renderReviewCard } from "../approval/render.js";
 import { getRequest, type PendingRequest, pendingPage, pendingRequests } from "../approval/requests.js";
 import { getRun } from "../approval/runs.js";
-import { gatewayVouches } from "../approval/vouch.js";
+import { gatewayVouches, NOT_VOUCHED_NOTE } from "../approval/vouch.js";
 import { safeText } from "../catalog/text.js";
 import { runsPortcullisCommand } from "../identity/procPortcullis.js";
 import type { Store } from "../store/db.js";
@@ -151,10 +151,6 @@ export function notVouchedLine(passed: readonly PendingRequest[], stateDir?: str
   );
 }
 
-/** The mark a listed request gets when its gateway does not vouch for its row (vouch.ts). */
-export const NOT_VOUCHED_NOTE =
-  "not vouched: its gateway holds no mark of this request with this review: the row was written by another process, or rewritten since; decide it by its ID only if a gateway printed that ID for you";
-
 /** How many request IDs the passed-by line names; the rest are counted. */
 const PASSED_BY_NAMED = 3;
 
@@ -242,9 +238,19 @@ export async function watchRequests(
     const now = pendingRequests(db);
     const ids = new Map(now.map((r) => [r.request, r]));
     if (json) {
+      // each gateway's sockets read once for this read (vouch.ts)
+      const sockets = new Map<string, Set<string> | null>();
       for (const r of now) {
         const before = known.get(r.request);
-        if (!before) print({ change: "pending", request: requestJson(r) });
+        // as the list's --json says it (approvals.ts listRequests): whether its gateway vouches for it
+        if (!before)
+          print({
+            change: "pending",
+            request: {
+              ...(requestJson(r) as Record<string, unknown>),
+              gatewayVouches: r.waiting ? gatewayVouches(db, r, sockets) : null,
+            },
+          });
         else if (callWaitKey(before) !== callWaitKey(r)) print(callWaitChange(r));
       }
       for (const id of known.keys()) {
