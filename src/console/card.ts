@@ -44,6 +44,7 @@ import {
   serverSays,
 } from "./serverText.js";
 import { storedList, storedSentence, storedText } from "./storedText.js";
+import { confirmUnvouched, notVouchedMark } from "./vouched.js";
 
 function chainLine(e: ChainEntry): Html {
   return html`<li><code>pid ${storedText(e.pid)}</code> ${storedText(e.executable ?? "(executable unknown)")}${
@@ -239,6 +240,8 @@ export function decisionForm(
   csrf: string,
   reviewed: string,
   passkey?: PasskeyDecisions,
+  /** whether its gateway vouches for the row (vouched.ts): approving one it does not needs a box ticked */
+  vouched?: boolean | null,
 ): Html {
   const perCall = req.mode === "per-call";
   // a one-call approval over a review that hid part of an argument is refused (hiddenArguments.ts)
@@ -250,6 +253,7 @@ export function decisionForm(
   // the target of the summary's link: the recap when there is one, so the count shows above the buttons
   const target = count > MANY_ARGUMENTS ? "" : html`id="${decisionAnchor(req.request)}"`;
   return html`${argumentsRecap(req.request, count)}<div class="decide" ${target}>${open}
+    ${confirmUnvouched(vouched)}
     ${
       perCall
         ? ""
@@ -291,6 +295,8 @@ export function reviewCard(
       epochMovedOn?: string | null;
       /** why no gateway honours its decision (ShownDecisions), when it holds one that does not verify */
       notHonoured?: string | null;
+      /** whether its gateway vouches for its row (vouched.ts); false: marked, and approving it asks more */
+      vouched?: boolean | null;
     },
   csrf: string,
   passkey?: PasskeyDecisions,
@@ -302,13 +308,13 @@ export function reviewCard(
     <header><h2>${cardTitle(req.request, r)}</h2>
       <p class="meta">request <code>${storedText(req.request)}</code> · ${storedText(req.state)}${
         req.waiting === false ? " (nobody is waiting for it any more)" : ""
-      } · asked ${storedText(r.createdAt)} · expires ${storedText(r.expiresAt)}</p>${pending ? callWaits(given) : ""}${
+      } · asked ${storedText(r.createdAt)} · expires ${storedText(r.expiresAt)}</p>${pending ? notVouchedMark(given.vouched) : ""}${pending ? callWaits(given) : ""}${
         pending
           ? html`${argumentsSummary(req.request, r.arguments.length)}${tallCardNote(req.request, r.arguments.length)}`
           : ""
       }${epochEnded(req.executionEpoch, given.epochMovedOn)}</header>
     <div class="grid">${whoAsks(r)}${whatChanged(r)}${toolPart(r)}${argumentsPart(r, req.request)}</div>
-    ${pending ? decisionForm(req, csrf, reviewDigest(given.review), passkey) : html`${decided(req)}${notHonouredNote(given.notHonoured ?? null)}`}
+    ${pending ? decisionForm(req, csrf, reviewDigest(given.review), passkey, given.vouched) : html`${decided(req)}${notHonouredNote(given.notHonoured ?? null)}`}
   </article>`;
 }
 

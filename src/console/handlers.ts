@@ -50,6 +50,7 @@ import { LoginThrottled, PassphraseMissing, type Proof } from "./proof.js";
 import { CARDS_SHOWN, requestsBody } from "./requestList.js";
 import type { Route, RouteContext } from "./routes.js";
 import { type ConsoleSession, loginCookie, sameTokenAsAny, sessionCookie, token } from "./sessions.js";
+import { UNVOUCHED_FIELD, unvouchedRefusal, vouchedState, withVouched } from "./vouched.js";
 
 const ID = "([0-9A-Za-z_-]{1,64})";
 
@@ -254,6 +255,11 @@ async function decide(ctx: RouteContext): Promise<void> {
       return page(ctx, 409, "Not decided", messageBody("Not decided", why, `/requests/${id}`));
     }
   }
+  // Refused before a passphrase is asked: an approval of a row its gateway does not vouch for
+  // needs the card's box ticked (vouched.ts); a denial does not (deny first)
+  const unconfirmed = chosen === "deny" ? null : unvouchedRefusal(app.db, req, form!.get(UNVOUCHED_FIELD));
+  if (unconfirmed !== null)
+    return page(ctx, 409, "Not decided", messageBody("Not decided", `${unconfirmed}.`, `/requests/${id}`));
   // `perCallProof: "fresh"`: one call of a per-call tool is approved on a proof this very request
   // brings, never on the one held since an earlier passphrase (a denial removes authority: it may).
   const freshNeeded =
@@ -272,7 +278,16 @@ async function decide(ctx: RouteContext): Promise<void> {
         ctx,
         status,
         "Prove it is you",
-        proofBody(req, action, reason, s.csrf, reviewed, problem, freshNeeded),
+        proofBody(
+          req,
+          action,
+          reason,
+          s.csrf,
+          reviewed,
+          problem,
+          freshNeeded,
+          form!.get(UNVOUCHED_FIELD) ?? "",
+        ),
       );
     // No passphrase is no attempt: the form asks for it (a card's buttons send none). A proof
     // dropped before its window ended (the keys were rotated): the form says why it asks.
@@ -461,7 +476,9 @@ export const CONSOLE_ROUTES: Route[] = [
     handle: (ctx) => {
       closeAbandoned(ctx.app);
       const offset = intParam(ctx.url.searchParams.get("from")) ?? 0;
-      const shown = { offset, ...pendingPage(ctx.app.db, offset, CARDS_SHOWN) };
+      const listed = pendingPage(ctx.app.db, offset, CARDS_SHOWN);
+      // each card says whether its gateway vouches for its row (vouched.ts)
+      const shown = { offset, total: listed.total, rows: withVouched(ctx.app.db, listed.rows) };
       page(ctx, 200, "Requests", requestsBody(shown, ctx.session!.csrf, passkeyDecisionsOf(ctx)), "/");
     },
   },
@@ -509,6 +526,7 @@ export const CONSOLE_ROUTES: Route[] = [
             callLeft: listed?.callLeft,
             epochMovedOn: epochMovedOn(ctx.app.db, req.executionEpoch),
             notHonoured: new ShownDecisions(ctx.app.db, ctx.app.stateDir).decision(req),
+            vouched: listed ? vouchedState(ctx.app.db, listed) : null,
           },
           ctx.session!.csrf,
           passkeyDecisionsOf(ctx),

@@ -37,6 +37,7 @@ import {
   serverSays,
 } from "./serverText.js";
 import { storedList, storedSentence, storedText } from "./storedText.js";
+import { UNVOUCHED_FIELD } from "./vouched.js";
 
 export interface PageChrome {
   title: string;
@@ -156,6 +157,8 @@ export function proofBody(
   reviewed: string,
   problem?: string,
   fresh = false,
+  /** the ticked box of a row its gateway does not vouch for (vouched.ts), carried to the decision */
+  unvouched = "",
 ): Html {
   return html`<section class="proof-form"><h1>Prove it is you to ${ACTION_TEXT[action] ?? action}</h1>
   <p>request <code>${storedText(req.request)}</code>: ${storedText(req.serverLabel)} · ${cappedToolName(req.tool)}${reason ? html` — reason: ${storedText(reason)}` : ""}</p>
@@ -166,6 +169,7 @@ export function proofBody(
     <input type="hidden" name="action" value="${action}">
     <input type="hidden" name="reason" value="${reason}">
     <input type="hidden" name="reviewed" value="${reviewed}">
+    ${unvouched ? html`<input type="hidden" name="${UNVOUCHED_FIELD}" value="${unvouched}">` : ""}
     <label>Passphrase <input type="password" name="passphrase" autocomplete="current-password" autofocus required data-testid="decision-proof"></label>
     <button type="submit" data-testid="decision-submit">Decide</button>
   </form><p><a href="/requests/${encodeURIComponent(req.request)}">cancel</a></p></section>`;

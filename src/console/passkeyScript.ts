@@ -81,10 +81,11 @@ export const PASSKEY_JS = `
     var id = form.getAttribute("data-request");
     var reason = form.querySelector('input[name="reason"]');
     var reviewed = form.querySelector('input[name="reviewed"]');
+    var unvouched = form.querySelector('input[name="unvouched"]');
     var base = "/requests/" + encodeURIComponent(id) + "/passkey";
     if (!submitter) return;
     submitter.disabled = true;
-    post(base + "/options", { action: submitter.value, reason: reason ? reason.value : "", reviewed: reviewed ? reviewed.value : "" })
+    post(base + "/options", { action: submitter.value, reason: reason ? reason.value : "", reviewed: reviewed ? reviewed.value : "", unvouched: unvouched && unvouched.checked ? unvouched.value : "" })
       .then(function (j) { return webauthn().then(function (w) { return w.startAuthentication({ optionsJSON: j.options }); }); })
       .then(function (response) { return post(base, { response: response }); })
       .then(function (j) { location.assign(j.location); })

@@ -36,6 +36,7 @@ import { onPasskeyOrigin, PASSKEY_RP_ID, PASSKEY_RP_NAME, passkeyOrigin } from "
 import { passkeysBody } from "./passkeyPages.js";
 import type { ConsoleApp, Route, RouteContext } from "./routes.js";
 import { type ConsoleSession, loginCookie, sameTokenAsAny, sessionCookie } from "./sessions.js";
+import { UNVOUCHED_FIELD, unvouchedRefusal } from "./vouched.js";
 
 /** at most this many login ceremonies in flight (each is two requests from a page of ours) */
 const MAX_LOGINS = 32;
@@ -280,6 +281,10 @@ function decisionOptions(ctx: RouteContext) {
     const req = getRequest(app.db, id);
     if (!req) throw new DecisionError(`there is no approval request ${id}`, "not-found");
     refuseWithoutGateway(app, req);
+    // an approval of a row its gateway does not vouch for needs the card's box ticked (vouched.ts)
+    const unconfirmed =
+      chosen.decision === "approve" ? unvouchedRefusal(app.db, req, field(ctx.json, UNVOUCHED_FIELD)) : null;
+    if (unconfirmed !== null) return refuse(ctx, 409, unconfirmed);
     const prepared = preparePasskeyDecision(app.db, id, chosen.decision, {
       ...(chosen.mode ? { mode: chosen.mode } : {}),
       ...(chosen.decision === "deny" && reason ? { reason } : {}),
