@@ -82,7 +82,14 @@ interface PinRecord {
   record: Buffer;
 }
 
-const PIN_ROWS = `SELECT seq, record FROM audit_records WHERE seq > ? AND ${IS_PIN_RECORD} ORDER BY seq`;
+/**
+ * The pin records after a seq and, as a last row whose record is NULL, the chain's head seq: one
+ * statement, so one read of the store. Read as two statements, a pin committed between them came
+ * after the head read first yet was read already; the next look, starting after that head, read it
+ * a second time and took the copy for a pin that is no rotation (a false "ignored" report).
+ */
+export const PIN_ROWS_AND_HEAD = `SELECT seq, record FROM audit_records WHERE seq > ? AND ${IS_PIN_RECORD}
+  UNION ALL SELECT max(seq), NULL FROM audit_records`;
 
 /**
  * Reads the chain's pin records incrementally (each call reads only those written since the
@@ -96,14 +103,11 @@ export class PinChain {
   /** how many records after the first have been walked */
   private walked = 1;
   private readonly forged: number[] = [];
-  private readonly rows: (after: number) => PinRecord[];
-  private readonly maxSeq: () => number;
+  private readonly rows: (after: number) => { seq: number | null; record: Buffer | null }[];
 
   constructor(db: Store) {
-    const stmt = db.prepare(PIN_ROWS);
-    const max = db.prepare("SELECT max(seq) FROM audit_records").pluck();
-    this.rows = (after) => stmt.all(after) as PinRecord[];
-    this.maxSeq = () => (max.get() as number | null) ?? 0;
+    const stmt = db.prepare(PIN_ROWS_AND_HEAD);
+    this.rows = (after) => stmt.all(after) as { seq: number | null; record: Buffer | null }[];
   }
 
   /** Later pin records that are no verified rotation (ignored): their seq numbers. */
@@ -113,8 +117,15 @@ export class PinChain {
 
   /** Reads the pin records written since the last read, and follows the chain as far as it can. */
   follow(candidates: PinCandidates): ChainState {
-    const head = this.maxSeq();
-    for (const r of this.rows(this.lastSeq)) if (pinHeader(r.record)) this.records.push(r);
+    let head = 0;
+    const read: PinRecord[] = [];
+    for (const { seq, record } of this.rows(this.lastSeq)) {
+      if (record === null) head = seq ?? 0;
+      else if (pinHeader(record)) read.push({ seq: seq!, record });
+    }
+    // a compound statement's rows come in no promised order: the chain is followed by seq
+    if (read.length > 1) read.sort((a, b) => a.seq - b.seq);
+    this.records.push(...read);
     this.lastSeq = Math.max(this.lastSeq, head);
     const first = this.records[0];
     if (!first) return { state: "none" };

@@ -3,6 +3,7 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { PIN_QUERY, PinTracker, writePin } from "../../src/approval/pin.js";
+import { PIN_ROWS_AND_HEAD } from "../../src/approval/pinChain.js";
 import { IS_PIN_RECORD } from "../../src/approval/pinSchema.js";
 import { DecisionVerifier } from "../../src/approval/trust.js";
 import { mintSigner } from "../../src/keyring/approver.js";
@@ -80,6 +81,12 @@ describe("the approver key pin", () => {
       .map((r) => r.detail)
       .join("; ");
     expect(plan).toContain("audit_records_pins");
+    // and so is each look of a PinChain, the head read in the same statement
+    const chainPlan = (
+      db.prepare(`EXPLAIN QUERY PLAN ${PIN_ROWS_AND_HEAD}`).all(0) as { detail: string }[]
+    ).map((r) => r.detail);
+    expect(chainPlan.join("; ")).toContain("audit_records_pins");
+    expect(chainPlan.filter((d) => d.startsWith("SCAN audit_records"))).toEqual([]);
     const keyring = loadPublicKeyring(dir)!;
     const intruder = mintSigner(randomBytes(32));
     writePin(db, dir, intruder, "intruder");
