@@ -10,7 +10,11 @@
 //                     [--approval none|session [--base-approval none|session]] [--first | --start] [-- extra run options, default --audit-sync normal]
 //
 // Prints, per repetition, each gateway's CPU time per call (all its threads, /proc schedstat) and
-// its p50 round trip at c=1, then the ratios this/base and their median over the repetitions.
+// its p50 round trip at c=1, then the ratios this/base and their median over the repetitions, and
+// by position (the median where this build went first, where the base did, and their geometric
+// mean). Which build is spawned, handshaken and called first swaps from one repetition to the
+// next, in every mode (this build in even repetitions, the base in odd ones; each line says
+// which): the build going first measured differently from the same build going second.
 // --first: the first call instead, in a fresh pair of gateways each repetition: the CPU each
 // spent on its first call alone (its first argument check: ajv's compiles), sent once the list
 // is answered and the validator's warm-up has loaded ajv, and from spawn to that call's answer.
@@ -178,14 +182,21 @@ async function one(g) {
   if (answer.error || answer.result?.isError) throw new Error(JSON.stringify(answer.error ?? answer.result));
 }
 
-/** This build's gateway and the base's, each past its handshake. */
-async function handshakenPair() {
-  const pair = [
-    gateway(join(REPO, "dist", "cli", "main.cjs"), values.approval),
-    gateway(resolve(values.base), BASE_APPROVAL),
+/**
+ * This build's gateway and the base's, each past its handshake: `[this, base]`. `baseFirst`: the
+ * base's is spawned, handshaken and (by the caller) called first. Which build goes first in
+ * everything swaps from one repetition to the next: with this build always first, the same build
+ * measured against itself came out at 0.955 (six repetitions 0.943–0.994, --audit-sync normal).
+ */
+async function handshakenPair(baseFirst) {
+  const make = [
+    () => gateway(join(REPO, "dist", "cli", "main.cjs"), values.approval),
+    () => gateway(resolve(values.base), BASE_APPROVAL),
   ];
+  const spawned = baseFirst ? [make[1](), make[0]()] : [make[0](), make[1]()];
+  const pair = baseFirst ? [spawned[1], spawned[0]] : spawned;
   try {
-    for (const g of pair) {
+    for (const g of spawned) {
       const init = {
         protocolVersion: "2025-11-25",
         capabilities: {},
@@ -208,16 +219,21 @@ async function handshakenPair() {
   return pair;
 }
 
-async function repetition() {
-  const pair = await handshakenPair();
+/** Which build goes first in repetition `r`: this build in even ones, the base in odd ones. */
+const baseFirstIn = (r) => (r & 1) === 1;
+const firstName = (baseFirst) => (baseFirst ? "base first" : "this first");
+
+async function repetition(baseFirst) {
+  const pair = await handshakenPair(baseFirst);
+  const ordered = baseFirst ? [pair[1], pair[0]] : pair;
   try {
-    for (let i = 0; i < WARMUP; i++) for (const g of pair) await one(g);
-    for (const g of pair) {
+    for (let i = 0; i < WARMUP; i++) for (const g of ordered) await one(g);
+    for (const g of ordered) {
       g.latencies = [];
       g.cpu0 = g.cpuNs();
     }
     // alternate which goes first, so neither always follows the other's wake-ups
-    for (let i = 0; i < CALLS; i++) for (const g of i & 1 ? [pair[1], pair[0]] : pair) await one(g);
+    for (let i = 0; i < CALLS; i++) for (const g of i & 1 ? [ordered[1], ordered[0]] : ordered) await one(g);
     return pair.map((g) => ({
       cpu: (g.cpuNs() - g.cpu0) / 1000 / CALLS,
       p50: g.latencies.sort((a, b) => a - b)[g.latencies.length >> 1],
@@ -227,23 +243,29 @@ async function repetition() {
   }
 }
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+/** The median; of an even count, the mean of the two middle values (not the upper one). */
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length & 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
 
 /** --first: each gateway's CPU ms on its first call, and from spawn to its answer. */
-async function firstCall() {
-  const pair = await handshakenPair();
+async function firstCall(baseFirst) {
+  const pair = await handshakenPair(baseFirst);
   try {
-    for (const g of pair) await g.request("tools/list", {});
+    const ordered = baseFirst ? [pair[1], pair[0]] : pair;
+    for (const g of ordered) await g.request("tools/list", {});
     // past the validator's warm-up (250 ms after the first catalog), which loads ajv
     await new Promise((r) => setTimeout(r, 600));
-    const out = [];
-    for (const g of pair) {
+    const out = new Map();
+    for (const g of ordered) {
       const before = g.cpuNs();
       await one(g);
       const after = g.cpuNs();
-      out.push({ call: (after - before) / 1e6, total: after / 1e6 });
+      out.set(g, { call: (after - before) / 1e6, total: after / 1e6 });
     }
-    return out;
+    return pair.map((g) => out.get(g));
   } finally {
     for (const g of pair) g.close();
   }
@@ -350,7 +372,7 @@ if (values.start) {
   const each = [[], []];
   try {
     for (let r = 0; r < Number(values.repeat); r++) {
-      const order = r & 1 ? [1, 0] : [0, 1];
+      const order = baseFirstIn(r) ? [1, 0] : [0, 1];
       const got = [];
       if (values.cold) {
         for (const s of states) s.close();
@@ -362,7 +384,7 @@ if (values.start) {
       each[1].push(b);
       for (const k of Object.keys(diffs)) diffs[k].push(a[k] - b[k]);
       console.log(
-        `  cpu all/main thread: this ${a.all.toFixed(1)}/${a.main.toFixed(1)} ms, base ${b.all.toFixed(1)}/${b.main.toFixed(1)} ms | spawn to list: this ${a.ms.toFixed(0)} ms, base ${b.ms.toFixed(0)} ms`,
+        `  ${firstName(baseFirstIn(r))}: cpu all/main thread: this ${a.all.toFixed(1)}/${a.main.toFixed(1)} ms, base ${b.all.toFixed(1)}/${b.main.toFixed(1)} ms | spawn to list: this ${a.ms.toFixed(0)} ms, base ${b.ms.toFixed(0)} ms`,
       );
     }
   } finally {
@@ -387,16 +409,26 @@ if (values.first) {
   console.log(`this: ${join(REPO, "dist", "cli", "main.cjs")}\nbase: ${resolve(values.base)}`);
   const rows = [];
   for (let r = 0; r < Number(values.repeat); r++) {
-    const [a, b] = await firstCall();
+    const [a, b] = await firstCall(baseFirstIn(r));
     rows.push([a, b]);
     console.log(
-      `  first call cpu: this ${a.call.toFixed(1)} ms, base ${b.call.toFixed(1)} ms | spawn to its answer: this ${a.total.toFixed(0)} ms, base ${b.total.toFixed(0)} ms`,
+      `  ${firstName(baseFirstIn(r))}: first call cpu: this ${a.call.toFixed(1)} ms, base ${b.call.toFixed(1)} ms | spawn to its answer: this ${a.total.toFixed(0)} ms, base ${b.total.toFixed(0)} ms`,
     );
   }
   const m = (f) => median(rows.map(f)).toFixed(1);
   console.log(
     `median: first call this ${m(([a]) => a.call)} ms, base ${m(([, b]) => b.call)} ms; ` +
       `spawn to its answer this ${m(([a]) => a.total)} ms, base ${m(([, b]) => b.total)} ms`,
+  );
+  // the gateway called first pays more than the one called second (a build against itself: about
+  // twice the first call's CPU), so the medians above mix two populations: each build is compared
+  // with the other in the same position
+  const at = (base, first) =>
+    rows.filter((_, r) => baseFirstIn(r) === (base === first)).map(([a, b]) => (base ? b : a).call);
+  const pm = (base, first) => (at(base, first).length ? median(at(base, first)).toFixed(1) : "-");
+  console.log(
+    `median first call by position: called first this ${pm(false, true)} base ${pm(true, true)} ms, ` +
+      `called second this ${pm(false, false)} base ${pm(true, false)} ms`,
   );
   process.exit(0);
 }
@@ -406,12 +438,21 @@ console.log(
 console.log(`this: ${join(REPO, "dist", "cli", "main.cjs")}\nbase: ${resolve(values.base)}`);
 const ratios = { cpu: [], p50: [] };
 for (let r = 0; r < Number(values.repeat); r++) {
-  const [a, b] = await repetition();
+  const [a, b] = await repetition(baseFirstIn(r));
   ratios.cpu.push(a.cpu / b.cpu);
   ratios.p50.push(a.p50 / b.p50);
   console.log(
-    `  this cpu ${a.cpu.toFixed(1)} µs/call p50 ${a.p50.toFixed(0)} µs | base cpu ${b.cpu.toFixed(1)} p50 ${b.p50.toFixed(0)}` +
+    `  ${firstName(baseFirstIn(r))}: this cpu ${a.cpu.toFixed(1)} µs/call p50 ${a.p50.toFixed(0)} µs | base cpu ${b.cpu.toFixed(1)} p50 ${b.p50.toFixed(0)}` +
       ` | this/base cpu ${(a.cpu / b.cpu).toFixed(3)} p50 ${(a.p50 / b.p50).toFixed(3)}`,
   );
 }
 console.log(`median this/base: cpu ${median(ratios.cpu).toFixed(3)}, p50 ${median(ratios.p50).toFixed(3)}`);
+// a position bias multiplies the ratio by some b when this build goes first and by 1/b when the
+// base does: the geometric mean of the two positions' medians cancels it
+const byPosition = (xs, baseFirst) => xs.filter((_, r) => baseFirstIn(r) === baseFirst);
+const balanced = (xs) => {
+  const [t, b] = [byPosition(xs, false), byPosition(xs, true)];
+  if (!t.length || !b.length) return "(needs --repeat 2 or more)";
+  return `${Math.sqrt(median(t) * median(b)).toFixed(3)} (this first ${median(t).toFixed(3)}, base first ${median(b).toFixed(3)})`;
+};
+console.log(`by position, this/base: cpu ${balanced(ratios.cpu)}; p50 ${balanced(ratios.p50)}`);
