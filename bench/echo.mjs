@@ -3,16 +3,21 @@ import { join, resolve } from "node:path";
 // The egress proxy's echo check (src/vault/egress/echo.ts) on the bodies it reads: withoutValues
 // of a 64 KB answer (JSON, an HTML page full of `&amp;` and URLs with escapes), with no value in
 // it and with one echoed, three 40-character values released; and a 1 MB HTML page. µs per body,
-// median and minimum of rounds. `--dist DIR` measures another build; `--base DIR` measures another
-// build beside this one in the same process, round by round in turn, so both meet the same load.
+// median and minimum of rounds. `--dist DIR` measures another build; `--base DIR` (repeatable)
+// measures another build beside this one in the same process, round by round in turn, so all meet
+// the same load; `--rounds N` (7 unless given) rounds, more on a loaded machine.
 import { pathToFileURL } from "node:url";
 
-const at = process.argv.indexOf("--dist");
-const dist = resolve(at === -1 ? "dist" : process.argv[at + 1]);
+const valuesOf = (flag) => process.argv.flatMap((a, i) => (a === flag ? [process.argv[i + 1]] : []));
+const dist = resolve(valuesOf("--dist")[0] ?? "dist");
+const bases = valuesOf("--base").map((d) => resolve(d));
+const ROUNDS = Number(valuesOf("--rounds")[0] ?? 7);
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1)
+  throw new Error("bench/echo.mjs: --rounds takes a whole number, 1 or more");
 const load = async (d) => import(pathToFileURL(join(d, "vault", "egress", "echo.js")).href);
 const builds = [await load(dist)];
-const baseAt = process.argv.indexOf("--base");
-if (baseAt !== -1) builds.push(await load(resolve(process.argv[baseAt + 1])));
+for (const d of bases) builds.push(await load(d));
+if (bases.length > 0) console.log(["this: " + dist, ...bases.map((d, i) => `base${i + 1}: ${d}`)].join("\n"));
 
 const key = (i) => `sk-live-${String(i).repeat(4)}Qz7w9XvB2mN4pL6tR8yU1eA3c`.slice(0, 40);
 const released = [1, 2, 3].map((i) => [`k${i}`, key(i)]);
@@ -26,19 +31,25 @@ const html = fill(
 );
 const echoed = (body) => Buffer.concat([body, Buffer.from(`invalid token ${key(2)}`)]);
 
-function measure(name, body, n, rounds = 7) {
+function measure(name, body, n, rounds = ROUNDS) {
   const times = builds.map(() => []);
+  // (each round starts with the next build: none is always the one measured first)
   for (let r = 0; r < rounds; r++)
-    builds.forEach((b, k) => {
+    for (let j = 0; j < builds.length; j++) {
+      const k = (r + j) % builds.length;
       const t0 = process.hrtime.bigint();
-      for (let i = 0; i < n; i++) b.withoutValues(body, spellings[k]);
+      for (let i = 0; i < n; i++) builds[k].withoutValues(body, spellings[k]);
       times[k].push(Number(process.hrtime.bigint() - t0) / 1000 / n);
-    });
+    }
   const shown = times.map((t) => {
     t.sort((a, b) => a - b);
     return `${t[rounds >> 1].toFixed(1)} (min ${t[0].toFixed(1)})`;
   });
-  console.log(`${name.padEnd(44)} ${shown.join("   base: ")} µs/body`);
+  const spread = times.map((t) => `${((100 * (t[t.length - 1] - t[0])) / t[rounds >> 1]).toFixed(0)}%`);
+  const labels = shown.map((x, k) => (k === 0 ? x : `base${k}: ${x}`));
+  console.log(
+    `${name.padEnd(36)} ${labels.join("   ")} µs/body (spread max-min/median: ${spread.join(", ")})`,
+  );
 }
 
 measure("64 KB JSON, no value", json, 200);
