@@ -420,7 +420,8 @@ class Spelled implements Spelling {
         }
         if (buf[p] === AMPERSAND)
           eachNestedReference(buf, p, (char, end) => char === c.code && add(end, url));
-        eachUrlEscapedReference(buf, p, c.code, (end, depth) => add(end, Math.max(url, depth)));
+        if (mayStartUrlEscapedReference(buf, p))
+          eachUrlEscapedReference(buf, p, c.code, (end, depth) => add(end, Math.max(url, depth)));
       }
       if (nextEnds.length === 0) return unfinished ? UNFINISHED : NOT_HERE;
       ends = nextEnds;
@@ -545,9 +546,7 @@ function eachUrlEscapedReading(
   p: number,
   on: (char: number, end: number, depth: number) => void,
 ): void {
-  const first = buf[p];
-  // (an `&` as itself, then escapes: `&%2343%3B`)
-  if (first !== PERCENT && !(first === AMPERSAND && buf[p + 1] === PERCENT)) return;
+  if (!mayStartUrlEscapedReference(buf, p)) return;
   const limit = Math.min(buf.length, p + LONGEST_CHAR);
   let q = p;
   let n = 0;
@@ -578,10 +577,23 @@ function eachUrlEscapedReading(
 }
 
 /**
+ * Whether a URL-escaped reference may start at `p`: a `%`, or an `&` as itself followed by
+ * escapes (`&%2343%3B`). Asked before a reading's callback is made: the walk asks at every byte.
+ */
+function mayStartUrlEscapedReference(buf: Buffer, p: number): boolean {
+  const first = buf[p];
+  return first === PERCENT || (first === AMPERSAND && buf[p + 1] === PERCENT);
+}
+
+/**
  * The deepest end eachUrlEscapedReference gives for `code` at `p`, or -1; sets spelledDepth to
  * the times its escapes were escaped.
  */
 function urlEscapedReferenceEnd(buf: Buffer, p: number, code: number): number {
+  if (!mayStartUrlEscapedReference(buf, p)) {
+    spelledDepth = 0;
+    return -1;
+  }
   let end = -1;
   let depth = 0;
   eachUrlEscapedReference(buf, p, code, (e, d) => {
@@ -660,15 +672,19 @@ const BASE64_NAMES: readonly Buffer[] = [...NAMED]
   .filter(([c]) => BASE64_BYTE[c.charCodeAt(0)] === 1)
   .flatMap(([, names]) => names.map((n) => Buffer.from(n, "latin1")));
 
-/** Whether one of BASE64_NAMES is written at `q`. */
+/** 1 for each byte that starts one of BASE64_NAMES: most names after an `&` start with none. */
+const BASE64_NAME_START = new Uint8Array(256);
+for (const name of BASE64_NAMES) BASE64_NAME_START[name[0]!] = 1;
+
+/** Whether one of BASE64_NAMES is written at `q` (compared byte by byte: it is asked at every `&`). */
 function base64NameAt(buf: Buffer, q: number): boolean {
-  for (const name of BASE64_NAMES)
-    if (
-      buf[q] === name[0] &&
-      buf.length - q >= name.length &&
-      buf.compare(name, 0, name.length, q, q + name.length) === 0
-    )
-      return true;
+  if (q >= buf.length || BASE64_NAME_START[buf[q]!] !== 1) return false;
+  for (const name of BASE64_NAMES) {
+    if (buf.length - q < name.length) continue;
+    let i = 0;
+    while (i < name.length && buf[q + i] === name[i]) i++;
+    if (i === name.length) return true;
+  }
   return false;
 }
 
@@ -683,13 +699,14 @@ function ampersandMayStartBase64(buf: Buffer, at: number): boolean {
 }
 
 /**
- * The base64 character an escape at `p` stands for, and where it ends (the longest reading), or
- * null: a URL escape once or again up to URL_DEPTH times (`%41`, `%2541`), a JSON `\uXXXX` once
+ * Whether an escape at `p` stands for a base64 character; if so, the character, where it ends
+ * (the longest reading) and `depth` are left in escChar, escEnd and escDepth (no object per
+ * escape: it is asked at every `%`, `\\` and `&`): a URL escape once or again up to URL_DEPTH times (`%41`, `%2541`), a JSON `\uXXXX` once
  * or escaped again (`\\u0041`) or `\/` with up to three backslashes, an HTML reference as HTML
  * reads it, written with references too (`&#65;`, `&amp;#x41;`), or a URL-escaped one
  * (`%26%2365%3B`); `depth` the times a URL escape read was escaped (0: none).
  */
-function base64Escape(buf: Buffer, p: number): { char: number; end: number; depth: number } | null {
+function base64Escape(buf: Buffer, p: number): boolean {
   const b = buf[p];
   escChar = -1;
   escEnd = -1;
@@ -717,7 +734,7 @@ function base64Escape(buf: Buffer, p: number): { char: number; end: number; dept
     if (ampersandMayStartBase64(buf, p)) eachNestedReference(buf, p, takeReference);
     if (buf[p + 1] === PERCENT) eachUrlEscapedReading(buf, p, takeEscape);
   }
-  return escEnd < 0 ? null : { char: escChar, end: escEnd, depth: escDepth };
+  return escEnd >= 0;
 }
 
 /** The reading base64Escape keeps: the longest of a base64 character (no closure per call: it is asked at every escape). */
@@ -771,6 +788,7 @@ class EscapedBase64 implements Spelling {
    */
   private read(buf: Buffer, from: number) {
     const at: number[] = [];
+    const chars: number[] = [];
     const starts: number[] = [];
     const ends: number[] = [];
     const depths: number[] = [];
@@ -797,17 +815,17 @@ class EscapedBase64 implements Spelling {
       // (one that starts within a character's longest spelling of the end may read otherwise,
       // or only, with the bytes that follow)
       if (cut < 0 && buf.length - q < LONGEST_CHAR) cut = k;
-      const e = base64Escape(buf, q);
-      if (e === null) {
+      if (!base64Escape(buf, q)) {
         q++;
         k++;
         continue;
       }
       at.push(k);
+      chars.push(escChar);
       starts.push(q);
-      ends.push(e.end);
-      depths.push(e.depth);
-      q = e.end;
+      ends.push(escEnd);
+      depths.push(escDepth);
+      q = escEnd;
       k++;
     }
     let view: Buffer = buf.subarray(from);
@@ -817,7 +835,7 @@ class EscapedBase64 implements Spelling {
       let v = 0;
       for (let j = 0; j < at.length; j++) {
         v += buf.copy(view, v, q, starts[j]);
-        view[v++] = base64Escape(buf, starts[j]!)!.char;
+        view[v++] = chars[j]!;
         q = ends[j]!;
       }
       buf.copy(view, v, q);
