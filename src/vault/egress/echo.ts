@@ -23,47 +23,33 @@
  *   URL escapes), and with each of its `+`, `/`, `=` (`-`, `_`) as itself or escaped in any of
  *   the ways above, any mix (`&#43;` of an HTML template, `\u002b`, `%252B`), its letters and
  *   digits as themselves; and any of its characters escaped, letters and digits too (`\u0041`,
- *   `%41`, `&#65;`: EscapedBase64, on one reading of the answer's escapes);
+ *   `%41`, `&#65;`: EscapedBase64 in escapedBase64.ts, on one reading of the answer's escapes);
  * - its UTF-8 bytes in hex, lower and upper case, 8 characters or more.
  * Searched as bytes (Buffer.indexOf and a walk over the value's characters), never by a regular
  * expression built from a value: a value may be 64 KiB, a size V8 refuses for one.
  */
 
+import { eachNestedReference, NAMED, nestedReferenceEnd, REFERENCE_READINGS } from "../htmlReferences.js";
 import {
-  eachNestedReference,
-  LONGEST_NESTED_REFERENCE,
-  NAMED,
-  nestedReferenceEnd,
-  REFERENCE_READINGS,
-} from "../htmlReferences.js";
+  AMPERSAND,
+  BACKSLASH,
+  ESCAPE_STARTS,
+  eachUrlEscapedReading,
+  hexDigit,
+  hexPairAt,
+  isAmpName,
+  LONGEST_CHAR,
+  type Match,
+  mayStartUrlEscapedReference,
+  PERCENT,
+  PLUS,
+  type Spelling,
+  URL_DEPTH,
+  urlEscaped,
+} from "./echoSpelling.js";
+import { EscapedBase64 } from "./escapedBase64.js";
 
-/** A place where a value is spelled, and the placeholder that goes there. */
-export interface Match {
-  at: number;
-  end: number;
-  to: Buffer;
-}
-
-/** One way a value is looked for. */
-export interface Spelling {
-  /** the most bytes one occurrence takes */
-  readonly longest: number;
-  /** the first occurrence that starts at or after `from` and before `before` (whole in `buf`) */
-  first(buf: Buffer, from: number, before: number): Match | null;
-  /**
-   * The first place at or after `from`, before `before`, where an occurrence may start that the
-   * bytes after `buf` could still make (or make longer): what a stream must keep until they come;
-   * -1 when there is none. Spends `work.left`; when it runs out, answers `from` (keep it all).
-   */
-  unfinished(buf: Buffer, from: number, before: number, work: { left: number }): number;
-  /**
-   * A byte every occurrence holds, and every unfinished one that another spelling does not
-   * already keep (usableIn): an escaped form of base64 is not looked for in bytes without it
-   */
-  readonly needs?: number;
-  /** as `needs`, one of these bytes (a base64 form spelled with escapes: `%`, `\\` or `&`) */
-  readonly needsOneOf?: readonly number[];
-}
+export type { Match, Spelling } from "./echoSpelling.js";
 
 /** A spelling of fixed bytes (base64, hex forms): found by Buffer.indexOf. */
 class Literal implements Spelling {
@@ -94,27 +80,6 @@ class Literal implements Spelling {
   }
 }
 
-/**
- * The most times a URL escape is read: escaped once (`%2F`) and then again at each of
- * REFERENCE_READINGS readings (`%252F` … `%252525252F`), as the gateway's scrubber of server
- * output reads `%25` (src/vault/referenceSpelling.ts).
- */
-const URL_DEPTH = 1 + REFERENCE_READINGS;
-
-/**
- * The most bytes one character of a value takes in any of its spellings: four UTF-8 bytes
- * URL-escaped URL_DEPTH times (`%2525252525F0…`), or an HTML reference written with references
- * (LONGEST_NESTED_REFERENCE), or a surrogate pair JSON-escaped twice (`\\ud83d\\ude00`).
- */
-const LONGEST_CHAR = Math.max(4 * (1 + 2 * URL_DEPTH), LONGEST_NESTED_REFERENCE, 14);
-
-const PERCENT = 0x25;
-const BACKSLASH = 0x5c;
-const AMPERSAND = 0x26;
-const PLUS = 0x2b;
-/** The first byte of every escape (URL, JSON, HTML). */
-const ESCAPE_STARTS: readonly number[] = [PERCENT, BACKSLASH, AMPERSAND];
-
 /** The JSON short escapes, by the character they stand for. */
 const JSON_SHORT: Record<number, number> = {
   34: 0x22, // \"
@@ -135,14 +100,6 @@ const NAME_STARTS = new Map<number, Uint8Array>(
     return [c.charCodeAt(0), starts] as const;
   }),
 );
-
-/** The value of a hex digit byte, or -1. */
-function hexDigit(b: number): number {
-  if (b >= 0x30 && b <= 0x39) return b - 0x30;
-  if (b >= 0x41 && b <= 0x46) return b - 0x37;
-  if (b >= 0x61 && b <= 0x66) return b - 0x57;
-  return -1;
-}
 
 /** One character of a value, and how it may be written. */
 interface Char {
@@ -466,14 +423,6 @@ function ampersandMayStart(buf: Buffer, at: number, code: number): boolean {
   return after === 0x23 || NAME_STARTS.get(code)?.[after] === 1;
 }
 
-/** Whether `amp` or `AMP` is written at `q`. */
-function isAmpName(buf: Buffer, q: number): boolean {
-  return (
-    (buf[q] === 0x61 && buf[q + 1] === 0x6d && buf[q + 2] === 0x70) ||
-    (buf[q] === 0x41 && buf[q + 1] === 0x4d && buf[q + 2] === 0x50)
-  );
-}
-
 /** What a walk that found nothing says (shared: most places tried find nothing). */
 const NOT_HERE = { match: null, unfinished: false } as const;
 const UNFINISHED = { match: null, unfinished: true } as const;
@@ -516,12 +465,6 @@ function urlSpelled(buf: Buffer, p: number, c: Char): number {
   return q;
 }
 
-/** What a URL-escaped reference read (eachUrlEscapedReference): its bytes, and where each ends in the text. */
-const readBytes = new Uint8Array(LONGEST_CHAR);
-const readEnds = new Int32Array(LONGEST_CHAR);
-/** the most times a URL escape read up to each byte was escaped (0: none yet) */
-const readDepths = new Int32Array(LONGEST_CHAR);
-
 /**
  * Each place where an HTML reference to `code` that is URL-escaped ends, when it starts at `p`:
  * its bytes (its `&`, `#`, `;`, digits, name) each as itself or URL-escaped once or again up to
@@ -538,51 +481,6 @@ function eachUrlEscapedReference(
   on: (end: number, depth: number) => void,
 ): void {
   eachUrlEscapedReading(buf, p, (char, end, depth) => char === code && on(end, depth));
-}
-
-/** Each reading of a URL-escaped reference at `p` (eachUrlEscapedReference), of any character. */
-function eachUrlEscapedReading(
-  buf: Buffer,
-  p: number,
-  on: (char: number, end: number, depth: number) => void,
-): void {
-  if (!mayStartUrlEscapedReference(buf, p)) return;
-  const limit = Math.min(buf.length, p + LONGEST_CHAR);
-  let q = p;
-  let n = 0;
-  let depth = 0;
-  while (q < limit) {
-    let b = buf[q]!;
-    let next = q + 1;
-    if (b === PERCENT) {
-      let d = 1;
-      while (d < URL_DEPTH && buf[q + 2 * d - 1] === 0x32 && buf[q + 2 * d] === 0x35) d++;
-      const h = hexPairAt(buf, q + 2 * d - 1);
-      if (h >= 0 && q + 1 + 2 * d <= limit) {
-        b = h;
-        next = q + 1 + 2 * d;
-        depth = Math.max(depth, d);
-      }
-    }
-    if (n === 0 && b !== AMPERSAND) return;
-    readBytes[n] = b;
-    readEnds[n] = next;
-    readDepths[n] = depth;
-    n++;
-    q = next;
-  }
-  eachNestedReference(readBytes.subarray(0, n), 0, (char, end) => {
-    if (readDepths[end - 1]! > 0) on(char, readEnds[end - 1]!, readDepths[end - 1]!);
-  });
-}
-
-/**
- * Whether a URL-escaped reference may start at `p`: a `%`, or an `&` as itself followed by
- * escapes (`&%2343%3B`). Asked before a reading's callback is made: the walk asks at every byte.
- */
-function mayStartUrlEscapedReference(buf: Buffer, p: number): boolean {
-  const first = buf[p];
-  return first === PERCENT || (first === AMPERSAND && buf[p + 1] === PERCENT);
 }
 
 /**
@@ -604,14 +502,6 @@ function urlEscapedReferenceEnd(buf: Buffer, p: number, code: number): number {
   });
   spelledDepth = depth;
   return end;
-}
-
-/** The byte the two hex digits at `i` (`2F`, `2f`) stand for, or -1. */
-function hexPairAt(buf: Buffer, i: number): number {
-  if (i + 1 >= buf.length) return -1;
-  const high = hexDigit(buf[i]!);
-  const low = hexDigit(buf[i + 1]!);
-  return high < 0 || low < 0 ? -1 : high * 16 + low;
 }
 
 /**
@@ -662,274 +552,6 @@ function unitEscapes(buf: Buffer, p: number, c: Char, backslashes: number): numb
   return q;
 }
 
-/** 1 for each byte of base64's alphabets, standard and URL-safe, `=` included. */
-const BASE64_BYTE = new Uint8Array(256);
-for (const c of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_")
-  BASE64_BYTE[c.charCodeAt(0)] = 1;
-
-/** The names HTML gives base64 characters (`plus`, `sol`, `equals`, `lowbar`…), as bytes. */
-const BASE64_NAMES: readonly Buffer[] = [...NAMED]
-  .filter(([c]) => BASE64_BYTE[c.charCodeAt(0)] === 1)
-  .flatMap(([, names]) => names.map((n) => Buffer.from(n, "latin1")));
-
-/** 1 for each byte that starts one of BASE64_NAMES: most names after an `&` start with none. */
-const BASE64_NAME_START = new Uint8Array(256);
-for (const name of BASE64_NAMES) BASE64_NAME_START[name[0]!] = 1;
-
-/** Whether one of BASE64_NAMES is written at `q` (compared byte by byte: it is asked at every `&`). */
-function base64NameAt(buf: Buffer, q: number): boolean {
-  if (q >= buf.length || BASE64_NAME_START[buf[q]!] !== 1) return false;
-  for (const name of BASE64_NAMES) {
-    if (buf.length - q < name.length) continue;
-    let i = 0;
-    while (i < name.length && buf[q + i] === name[i]) i++;
-    if (i === name.length) return true;
-  }
-  return false;
-}
-
-/**
- * Whether the `&` at `at` may start a reference to a base64 character (as ampersandMayStart, for
- * any of them): `#` or a name of one follows, perhaps after `&amp;` written for its `&`.
- */
-function ampersandMayStartBase64(buf: Buffer, at: number): boolean {
-  let q = at + 1;
-  for (let k = 1; k < REFERENCE_READINGS && isAmpName(buf, q); k++) q += buf[q + 3] === 0x3b ? 4 : 3;
-  return buf[q] === 0x23 || base64NameAt(buf, q);
-}
-
-/**
- * Whether an escape at `p` stands for a base64 character; if so, the character, where it ends
- * (the longest reading) and `depth` are left in escChar, escEnd and escDepth (no object per
- * escape: it is asked at every `%`, `\\` and `&`): a URL escape once or again up to URL_DEPTH times (`%41`, `%2541`), a JSON `\uXXXX` once
- * or escaped again (`\\u0041`) or `\/` with up to three backslashes, an HTML reference as HTML
- * reads it, written with references too (`&#65;`, `&amp;#x41;`), or a URL-escaped one
- * (`%26%2365%3B`); `depth` the times a URL escape read was escaped (0: none).
- */
-function base64Escape(buf: Buffer, p: number): boolean {
-  const b = buf[p];
-  escChar = -1;
-  escEnd = -1;
-  escDepth = 0;
-  if (b === PERCENT) {
-    let d = 1;
-    while (d < URL_DEPTH && buf[p + 2 * d - 1] === 0x32 && buf[p + 2 * d] === 0x35) d++;
-    const h = hexPairAt(buf, p + 2 * d - 1);
-    if (h >= 0) takeEscape(h, p + 1 + 2 * d, d);
-    // (an escaped `&` may start a URL-escaped reference)
-    if (h === AMPERSAND) eachUrlEscapedReading(buf, p, takeEscape);
-  } else if (b === BACKSLASH) {
-    let k = 1;
-    while (k < 3 && buf[p + k] === BACKSLASH) k++;
-    if (buf[p + k] === 0x2f) takeEscape(0x2f, p + k + 1, 0);
-    else if (k <= 2 && buf[p + k] === 0x75 && p + k + 5 <= buf.length) {
-      let n = 0;
-      for (let i = 1; i < 5 && n >= 0; i++) {
-        const d = hexDigit(buf[p + k + i]!);
-        n = d < 0 ? -1 : n * 16 + d;
-      }
-      if (n >= 0 && n < 256) takeEscape(n, p + k + 5, 0);
-    }
-  } else if (b === AMPERSAND) {
-    if (ampersandMayStartBase64(buf, p)) eachNestedReference(buf, p, takeReference);
-    if (buf[p + 1] === PERCENT) eachUrlEscapedReading(buf, p, takeEscape);
-  }
-  return escEnd >= 0;
-}
-
-/** The reading base64Escape keeps: the longest of a base64 character (no closure per call: it is asked at every escape). */
-let escChar = -1;
-let escEnd = -1;
-let escDepth = 0;
-function takeEscape(char: number, end: number, depth: number): void {
-  if (char < 256 && BASE64_BYTE[char] === 1 && end > escEnd) {
-    escChar = char;
-    escEnd = end;
-    escDepth = depth;
-  }
-}
-const takeReference = (char: number, end: number) => takeEscape(char, end, 0);
-
-/**
- * The base64 forms of the released values (whole, and the characters a value alone determines
- * inside longer base64), with any of their characters escaped, letters and digits too (`\u0041`,
- * `%41`, `&#65;`, `%26%2365%3B`: an encoder that escapes more than it must, or an upstream that
- * hides an echo so). The bytes are read once with every escape that stands for a base64 character
- * read (base64Escape; the longest reading at each place, every other byte as itself), and the
- * forms looked for in that reading by indexOf: one pass, however many forms. Looked for only in
- * bytes that hold an escape's first byte. A form in which a URL escape was read is replaced by
- * the placeholder's form with `+`, `/`, `=` URL-escaped as deep.
- */
-class EscapedBase64 implements Spelling {
-  readonly longest: number;
-  readonly needsOneOf = ESCAPE_STARTS;
-  private readonly forms: { from: Buffer; to: string }[] = [];
-
-  constructor() {
-    this.longest = 0;
-  }
-
-  add(from: string, to: string): void {
-    if (this.forms.some((f) => f.from.toString("latin1") === from)) return;
-    this.forms.push({ from: Buffer.from(from, "latin1"), to });
-    (this as { longest: number }).longest = Math.max(this.longest, LONGEST_CHAR * from.length);
-  }
-
-  get empty(): boolean {
-    return this.forms.length === 0;
-  }
-
-  /**
-   * `buf` from `from` read with its escapes of base64 characters read (`view`), and the escapes
-   * read, in order: where each is in the reading (`at`), where it starts and ends in `buf`, how
-   * deep a URL escape in it was; and where an escape that the end of `buf` may cut, or that may
-   * read otherwise with the bytes that follow, begins in the reading (`cut`, or -1). Every other
-   * byte is itself: most text holds no such escape, and its reading is `buf` itself.
-   */
-  private read(buf: Buffer, from: number) {
-    const at: number[] = [];
-    const chars: number[] = [];
-    const starts: number[] = [];
-    const ends: number[] = [];
-    const depths: number[] = [];
-    let cut = -1;
-    let k = 0; // the reading's length so far
-    // the next `%`, `\\` and `&` (found by indexOf: most bytes are none of them)
-    let nextPercent = buf.indexOf(PERCENT, from);
-    let nextBackslash = buf.indexOf(BACKSLASH, from);
-    let nextAmpersand = buf.indexOf(AMPERSAND, from);
-    for (let q = from; q < buf.length; ) {
-      if (nextPercent >= 0 && nextPercent < q) nextPercent = buf.indexOf(PERCENT, q);
-      if (nextBackslash >= 0 && nextBackslash < q) nextBackslash = buf.indexOf(BACKSLASH, q);
-      if (nextAmpersand >= 0 && nextAmpersand < q) nextAmpersand = buf.indexOf(AMPERSAND, q);
-      let next = buf.length;
-      if (nextPercent >= 0 && nextPercent < next) next = nextPercent;
-      if (nextBackslash >= 0 && nextBackslash < next) next = nextBackslash;
-      if (nextAmpersand >= 0 && nextAmpersand < next) next = nextAmpersand;
-      if (next === buf.length) {
-        k += buf.length - q;
-        break;
-      }
-      k += next - q;
-      q = next;
-      // (one that starts within a character's longest spelling of the end may read otherwise,
-      // or only, with the bytes that follow)
-      if (cut < 0 && buf.length - q < LONGEST_CHAR) cut = k;
-      if (!base64Escape(buf, q)) {
-        q++;
-        k++;
-        continue;
-      }
-      at.push(k);
-      chars.push(escChar);
-      starts.push(q);
-      ends.push(escEnd);
-      depths.push(escDepth);
-      q = escEnd;
-      k++;
-    }
-    let view: Buffer = buf.subarray(from);
-    if (at.length > 0) {
-      view = Buffer.allocUnsafe(k);
-      let q = from;
-      let v = 0;
-      for (let j = 0; j < at.length; j++) {
-        v += buf.copy(view, v, q, starts[j]);
-        view[v++] = chars[j]!;
-        q = ends[j]!;
-      }
-      buf.copy(view, v, q);
-    }
-    /** the escape read at or last before reading index `i`, or -1 */
-    const escapeAt = (i: number) => {
-      let lo = 0;
-      let hi = at.length - 1;
-      let found = -1;
-      while (lo <= hi) {
-        const mid = (lo + hi) >> 1;
-        if (at[mid]! <= i) {
-          found = mid;
-          lo = mid + 1;
-        } else hi = mid - 1;
-      }
-      return found;
-    };
-    /** where the byte at reading index `i` starts in `buf` */
-    const startOf = (i: number) => {
-      const j = escapeAt(i);
-      if (j < 0) return from + i;
-      return at[j] === i ? starts[j]! : ends[j]! + (i - at[j]! - 1);
-    };
-    /** where it ends */
-    const endOf = (i: number) => {
-      const j = escapeAt(i);
-      return j >= 0 && at[j] === i ? ends[j]! : startOf(i) + 1;
-    };
-    /** the deepest URL escape read from reading index `i` to `last` */
-    const depthOf = (i: number, last: number) => {
-      let d = 0;
-      for (let j = Math.max(0, escapeAt(i)); j < at.length && at[j]! <= last; j++)
-        if (at[j]! >= i) d = Math.max(d, depths[j]!);
-      return d;
-    };
-    return { view, decoded: at.length > 0, cut, startOf, endOf, depthOf };
-  }
-
-  private placeholder(to: string, depth: number): Buffer {
-    if (depth === 0) return Buffer.from(to, "latin1");
-    let out = urlEscaped(true, /[+/=]/g)(to);
-    for (let d = 1; d < depth; d++) out = out.replaceAll("%", "%25");
-    return Buffer.from(out, "latin1");
-  }
-
-  first(buf: Buffer, from: number, before: number): Match | null {
-    if (from >= buf.length) return null;
-    const r = this.read(buf, from);
-    // (read as written, the forms are Literal spellings of their own)
-    if (!r.decoded) return null;
-    let best: { i: number; f: { from: Buffer; to: string } } | null = null;
-    for (const f of this.forms) {
-      const i = r.view.indexOf(f.from);
-      if (i < 0 || r.startOf(i) >= before) continue;
-      if (best === null || i < best.i || (i === best.i && f.from.length > best.f.from.length))
-        best = { i, f };
-    }
-    if (best === null) return null;
-    const last = best.i + best.f.from.length - 1;
-    return {
-      at: r.startOf(best.i),
-      end: r.endOf(last),
-      to: this.placeholder(best.f.to, r.depthOf(best.i, last)),
-    };
-  }
-
-  unfinished(buf: Buffer, from: number, before: number, work: { left: number }): number {
-    const start = Math.max(from, buf.length - this.longest + 1);
-    if (start >= before) return -1;
-    work.left -= buf.length - start;
-    if (work.left < 0) return from;
-    const r = this.read(buf, start);
-    // (read as written to the end, the forms' Literal spellings keep what they may start)
-    if (!r.decoded && r.cut < 0) return -1;
-    // the reading to where an escape the end may cut begins: an occurrence may go on there
-    const whole = r.cut < 0 ? r.view.length : r.cut;
-    let earliest = r.cut < 0 ? -1 : r.startOf(r.cut);
-    for (const f of this.forms) {
-      for (let i = Math.max(0, whole - f.from.length + 1); i < whole; i++) {
-        const at = r.startOf(i);
-        if (at >= before || (earliest >= 0 && at >= earliest)) break;
-        work.left -= whole - i;
-        if (work.left < 0) return from;
-        if (f.from.compare(r.view, i, whole, 0, whole - i) === 0) {
-          earliest = at;
-          break;
-        }
-      }
-    }
-    return earliest >= 0 && earliest < before ? earliest : -1;
-  }
-}
-
 /** Base64 and hex forms shorter than this are not looked for: they would match ordinary text. */
 const MIN_FORM = 8;
 
@@ -945,13 +567,6 @@ function alignedFragment(bytes: Buffer, offset: number): string {
 }
 
 const urlSafe = (b64: string) => b64.replaceAll("+", "-").replaceAll("/", "_");
-
-/** `chars` of base64 (`+`, `/`, `=`) URL-escaped, the escapes' hex in upper or lower case. */
-const urlEscaped = (upper: boolean, chars: RegExp) => (b64: string) =>
-  b64.replace(chars, (c) => {
-    const hex = c.charCodeAt(0).toString(16);
-    return `%${upper ? hex.toUpperCase() : hex}`;
-  });
 
 /**
  * How encoders write base64 that they escape, whole: in a JSON string with `/` escaped (`\/`:
