@@ -116,12 +116,18 @@ export function eachUrlEscapedReading(
 }
 
 /**
- * Whether a URL-escaped reference may start at `p`: a `%`, or an `&` as itself followed by
- * escapes (`&%2343%3B`). Asked before a reading's callback is made: the walk asks at every byte.
+ * Whether a URL-escaped reference may start at `p`: an `&` as itself followed by escapes
+ * (`&%2343%3B`), or a URL escape of `&` (`%26`, `%2526`…), read as eachUrlEscapedReading reads
+ * its first byte. Asked before a reading's callbacks are made: the walk asks at every byte it
+ * tries, and an HTML page's `%20` is no start.
  */
 export function mayStartUrlEscapedReference(buf: Buffer, p: number): boolean {
   const first = buf[p];
-  return first === PERCENT || (first === AMPERSAND && buf[p + 1] === PERCENT);
+  if (first === AMPERSAND) return buf[p + 1] === PERCENT;
+  if (first !== PERCENT) return false;
+  let d = 1;
+  while (d < URL_DEPTH && buf[p + 2 * d - 1] === 0x32 && buf[p + 2 * d] === 0x35) d++;
+  return hexPairAt(buf, p + 2 * d - 1) === AMPERSAND;
 }
 
 /** The byte the two hex digits at `i` (`2F`, `2f`) stand for, or -1. */
