@@ -130,6 +130,23 @@ export class DecisionVerifier {
     /** false: the first look for a missing record is left to lookForMissingRecord (a gateway's start) */
     lookForGaps = true,
   ): { ok: true; key: KeyObject; audit: KeyObject } | { ok: false; why: string; mismatch?: true } {
+    const first = this.trustedAsRead(lookForGaps);
+    // keyring.json is read before the chain is followed: a rotation whose rewrite and record both
+    // came between the two reads finds the keyring's key rotated away, as a copy put back would.
+    // Looked at once more, both read anew: what was only that race is then the rotation itself
+    // (the old key's decisions are refused all the same, and no longer blamed on a copy).
+    if (first.ok || !first.rotatedAway) return first;
+    const again = this.trustedAsRead(lookForGaps);
+    if (!again.ok) return { ok: false, why: again.why, mismatch: again.mismatch };
+    return again;
+  }
+
+  /** trusted(), with keyring.json and the chain each read once. */
+  private trustedAsRead(
+    lookForGaps: boolean,
+  ):
+    | { ok: true; key: KeyObject; audit: KeyObject }
+    | { ok: false; why: string; mismatch?: true; rotatedAway?: true } {
     let keyring: ReturnType<typeof loadPublicKeyring>;
     try {
       keyring = loadPublicKeyring(this.stateDir);
@@ -169,6 +186,7 @@ export class DecisionVerifier {
           ? `the keyring's approver key ${approver.keyId} was rotated away (audit record ${away.replacedAt}): keyring.json is a copy made before that rotation`
           : mismatch(approver.keyId),
         mismatch: true,
+        ...(away ? { rotatedAway: true as const } : {}),
       };
     }
     // the audit key the chain names with its key: passkey records are opened with it
