@@ -30,6 +30,7 @@ import {
 import { MAX_HEAD_BYTES } from "./http1.js";
 import { interimWarning, relayInterim } from "./interim.js";
 import {
+  type RefusedWriting,
   readOnPastRefusal,
   readPastRefusedWrites,
   refusedWriting,
@@ -146,12 +147,19 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     `${opts.host}:${opts.port}:${opts.servername ?? ""}`;
   // an answer written before the upstream reset a connection whose request body it left unread
   // is read and given on, not lost with the write that met the reset (refusedWrites.ts): where a
-  // feature test at start proves the way works on this Node, said when it does not
-  const pastRefusals = await refusedWriting();
-  if (pastRefusals.works) readPastRefusedWrites(agents.http);
-  if (pastRefusals.tls) readPastRefusedWrites(agents.https);
-  const noPastRefusals = await refusedWritingWarning();
-  if (noPastRefusals !== null) o.log.warn(noPastRefusals);
+  // feature test proves the way works on this Node, said when it does not. The test (a loopback
+  // connection, 5 to 60 ms) runs while the server starts, not before: a connection made before it
+  // ends is as Node makes it, which is what a failed test leaves (a 502 for such an answer).
+  const pastRefusals: RefusedWriting = { works: false, tls: false };
+  void refusedWriting()
+    .then(async (proven) => {
+      Object.assign(pastRefusals, proven);
+      const noPastRefusals = await refusedWritingWarning();
+      if (noPastRefusals !== null) o.log.warn(noPastRefusals);
+    })
+    .catch(() => {}); // (the test answers, never throws; a warning that cannot be written is lost)
+  readPastRefusedWrites(agents.http, () => pastRefusals.works);
+  readPastRefusedWrites(agents.https, () => pastRefusals.tls);
   const leaves = new Map<string, { ctx: SecureContext; until: number }>();
   const holder = new HolderClient(o.stateDir);
   const pool = upstreams(o.extraCa, pastRefusals);

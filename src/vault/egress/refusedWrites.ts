@@ -181,7 +181,11 @@ async function probe(): Promise<boolean> {
  * refused is not kept for another request (`createConnection` and `keepSocketAlive`, the two
  * methods Node lets an agent override).
  */
-export function readPastRefusedWrites(agent: Agent): void {
+export function readPastRefusedWrites(
+  agent: Agent,
+  /** asked at each connection: whether the feature test passed (false while it runs) */
+  proven: () => boolean = () => true,
+): void {
   const a = agent as unknown as {
     createConnection: (...args: unknown[]) => Duplex | undefined;
     keepSocketAlive: (socket: Duplex) => boolean;
@@ -189,7 +193,7 @@ export function readPastRefusedWrites(agent: Agent): void {
   const create = a.createConnection;
   a.createConnection = function (this: Agent, ...args: unknown[]) {
     const socket = create.apply(this, args);
-    if (socket) readOnPastRefusal(socket);
+    if (socket && proven()) readOnPastRefusal(socket);
     return socket;
   };
   const keep = a.keepSocketAlive;
