@@ -81,7 +81,7 @@ export const PASSKEY_JS = `
     var id = form.getAttribute("data-request");
     var reason = form.querySelector('input[name="reason"]');
     var reviewed = form.querySelector('input[name="reviewed"]');
-    var unvouched = form.querySelector('input[name="unvouched"]');
+    var unvouched = form.elements.namedItem("unvouched");
     var base = "/requests/" + encodeURIComponent(id) + "/passkey";
     if (!submitter) return;
     submitter.disabled = true;

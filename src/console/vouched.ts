@@ -55,8 +55,8 @@ export function notVouchedMark(vouched: boolean | null | undefined): Html | "" {
 }
 
 /** The box an approval of such a request needs ticked (the browser will not send the form without it). */
-export function confirmUnvouched(vouched: boolean | null | undefined): Html | "" {
+export function confirmUnvouched(vouched: boolean | null | undefined, form?: string): Html | "" {
   return vouched === false
-    ? html`<label class="confirm-unvouched"><input type="checkbox" name="${UNVOUCHED_FIELD}" value="${UNVOUCHED_CONFIRMED}" required data-testid="confirm-unvouched"> a gateway printed this request's ID for me</label>`
+    ? html`<label class="confirm-unvouched"><input type="checkbox" ${form ? html`form="${form}" ` : ""}name="${UNVOUCHED_FIELD}" value="${UNVOUCHED_CONFIRMED}" required data-testid="confirm-unvouched"> a gateway printed this request's ID for me</label>`
     : "";
 }
