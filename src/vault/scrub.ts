@@ -691,7 +691,16 @@ export class ReleasedValues {
   private spansOf(text: string, stretches: [number, number][]): Span[] {
     const re = this.regex();
     const found: Span[] = [];
-    const search = (t: string, source: ArrayLike<number> | null, offset: number, references = true) => {
+    // `decodes`: how many times the JSON escapes of `text` were read to give `t` (at most twice,
+    // as everywhere: a reading's escapes are read after it only below that, or the same text gave
+    // a third reading where the line held a reference elsewhere and not without it)
+    const search = (
+      t: string,
+      source: ArrayLike<number> | null,
+      offset: number,
+      references = true,
+      decodes = 0,
+    ) => {
       // every match, overlapping ones too (eachMatch): `{{%7b` is `{{` and then `{%7b`
       const place = (at: number, end: number, scope: string) =>
         found.push(
@@ -700,7 +709,10 @@ export class ReleasedValues {
             : { start: at, end, scope },
         );
       this.matchesOf(re, "written", t, place);
-      if (this.mayPercentEncode(t)) this.matchesOf(this.percentPatterns(), "percent", t, place);
+      const spelled = (start: number, end: number, scope: string) => {
+        if (this.percentSpelled(t, start, end)) place(start, end, scope);
+      };
+      if (this.mayPercentEncode(t)) this.matchesOf(this.percentPatterns(), "percent", t, spelled);
       const hexAt: Found[] = [];
       for (const { form, scope } of this.hexSearch) {
         form.occurrencesIn(t, hexAt, true);
@@ -711,9 +723,8 @@ export class ReleasedValues {
       // the text may hold one (without "%" or "+" it is the value as written, a written form)
       const percent = this.mayPercentEncode(t);
       for (const l of this.long) {
-        const at: Found[] = l.writtenOccurrences(t, [], true);
-        if (percent) l.percentOccurrences(t, at);
-        for (const f of at) place(f.start, f.end, l.scope);
+        for (const f of l.writtenOccurrences(t, [], true)) place(f.start, f.end, l.scope);
+        if (percent) for (const f of l.percentOccurrences(t)) spelled(f.start, f.end, l.scope);
       }
       // and what its HTML references and twice-escaped URL escapes spell (`&#43;`, `&plus;`,
       // `%252F`: src/vault/referenceSpelling.ts), at each reading in turn, up to
@@ -734,7 +745,7 @@ export class ReleasedValues {
         eachReading(t, this.formChars, true, (r) => {
           const places = source ? throughSource(r.source, source) : r.source;
           if (this.occursAround(r.text, r.escaped)) search(r.text, places, offset, false);
-          if (r.text.includes("\\")) {
+          if (decodes < 2 && r.text.includes("\\")) {
             const d = decodeEscapes(r.text);
             if (d.text !== r.text && this.occursIn(d.text))
               search(d.text, throughSource(d.source, places), offset, false);
@@ -752,9 +763,9 @@ export class ReleasedValues {
         (twice !== once && this.occursInReadings(twice))
       ) {
         const d1 = decodeEscapes(part);
-        search(d1.text, d1.source, from);
+        search(d1.text, d1.source, from, true, 1);
         const d2 = decodeAgain(d1);
-        search(d2.text, d2.source, from);
+        search(d2.text, d2.source, from, true, 2);
       }
     }
     found.sort((a, b) => a.start - b.start || b.end - a.end);
@@ -943,6 +954,22 @@ export class ReleasedValues {
    */
   private mayPercentEncode(text: string): boolean {
     return text.includes("%") || (this.spaced && text.includes("+"));
+  }
+
+  /**
+   * Whether `t`'s stretch [start, end) is a percent spelling (holds a "%", or a "+" for a value
+   * with a space). The percent patterns also match a value with its JSON-escaped characters each at
+   * a level of its own and no "%" at all (`\\\\` beside `\[`), which only a line holding a "%"
+   * somewhere had searched: a long line cut before that "%" was then scrubbed otherwise than whole.
+   * Only what decides in the spelling itself counts.
+   */
+  private percentSpelled(t: string, start: number, end: number): boolean {
+    // (read from start to end only: indexOf would read past the end, for every match)
+    for (let i = start; i < end; i++) {
+      const c = t.charCodeAt(i);
+      if (c === 0x25 || (c === 0x2b && this.spaced)) return true;
+    }
+    return false;
   }
 
   /**

@@ -97,6 +97,35 @@ describe("stderr lines cut where a marker takes a form round after round", () =>
           // a stretch of 8 characters of the value "[][[[[[[[" made of the marker's "]" and the
           // "[" after it (scrubPieces after scrubText): cut after the marker, the "[" were shown
           [{ values: [["[][[[[[[[", "s"]], pieces: [], tail: [0, 1, 4], cuts: [], maxLine: 2 }],
+          // found by clean-clone CI runs at random seeds. The value `\[\` as `\\[\\`, as
+          // itself, then percent-encoded: its percent patterns match `\\\[\` (no "%", each
+          // backslash at a JSON level of its own) only in a line holding a "%" somewhere, so the
+          // piece before the "%" was scrubbed otherwise than the whole line
+          [
+            {
+              values: [["\\[\\", "s"]],
+              pieces: [
+                ["value", 0, 2],
+                ["value", 0, 0],
+                ["value", 0, 8],
+              ],
+              tail: [0, 0, 0],
+              cuts: [],
+              maxLine: 2,
+            },
+          ],
+          // the value `%bD\` as `%25bD%5C`, then as itself with eight backslashes: the line's
+          // `%25`, read as a reference, gave the escapes after it a third JSON reading that the
+          // piece without it never had, and the marker there took one backslash more
+          [
+            {
+              values: [["%bD\\", "s"]],
+              pieces: [["value", 0, 11]],
+              tail: [0, 0, 8],
+              cuts: [],
+              maxLine: 2,
+            },
+          ],
         ],
       },
     );
