@@ -110,14 +110,24 @@ export function letGo(id: string): void {
   }
 }
 
+/** The statement the release tick asks with, prepared once per store (held requests share a store). */
+const pendingStatements = new WeakMap<Store, ReturnType<Store["prepare"]>>();
+
+function stillPendingStatement(db: Store): ReturnType<Store["prepare"]> {
+  let read = pendingStatements.get(db);
+  if (!read) {
+    read = db.prepare("SELECT 1 FROM approval_requests WHERE request = ? AND state = 'pending'");
+    pendingStatements.set(db, read);
+  }
+  return read;
+}
+
 /** The requests this process vouches for that are no longer pending in the store, let go. */
 function releaseClosed(): void {
   for (const [id, h] of [...held]) {
     let pending: boolean;
     try {
-      pending =
-        h.db.prepare("SELECT 1 FROM approval_requests WHERE request = ? AND state = 'pending'").get(id) !==
-        undefined;
+      pending = stillPendingStatement(h.db).get(id) !== undefined;
     } catch {
       // the store closed (the gateway is ending) or held: asked again at the next round
       continue;
