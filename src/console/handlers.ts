@@ -172,7 +172,8 @@ async function login(ctx: RouteContext): Promise<void> {
   } catch (e) {
     const problem = proofProblem(e);
     if (problem === null) throw e;
-    app.log.warn("a login failed");
+    // a form sent empty is asked for the passphrase again: no attempt was made, none failed
+    if (!(e instanceof PassphraseMissing)) app.log.warn("a login failed");
     const status = e instanceof LoginThrottled ? 429 : e instanceof PassphraseMissing ? 400 : 401;
     return loginForm(ctx, status, problem);
   }

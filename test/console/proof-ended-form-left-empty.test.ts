@@ -5,7 +5,8 @@
 // each such click counted toward the console's slowdown (the sixth held even the right passphrase
 // back). Now an empty or absent passphrase is never tried: the form asks for it, saying why the
 // proof is gone when it was dropped (rotate-keys), and the nav bar of the next page the human
-// opens says it once. A real console process, the real CLI rotating;
+// opens says it once; an empty login is not logged as a failed one (it was, while refused before
+// the slowdown: "a login failed" in the console's output for each). A real console process, the real CLI rotating;
 // plain HTTP (pipelined where what a request counts decides the next one's answer).
 import { describe, expect, it } from "vitest";
 import { removeDir, waitFor } from "../helpers/files.js";
@@ -149,7 +150,7 @@ describe("a form drawn while a passphrase proof was held, sent after the proof e
     }
   }, 30_000);
 
-  it("after the proof window passed: the Audit's form asks for the passphrase and counts no attempt; an empty login is none either", async () => {
+  it("after the proof window passed: the Audit's form asks for the passphrase and counts no attempt; an empty login is none either, nor logged as a failed login", async () => {
     const dir = newStateDir();
     const c = await startConsoleProcess(dir, ["--proof-window", "1"]);
     try {
@@ -187,6 +188,17 @@ describe("a form drawn while a passphrase proof was held, sent after the proof e
       expect(logins.map((l) => l.status)).toEqual([400, 400, 400, 400, 400, 400, 200]);
       expect(logins[0]!.body).toContain("no passphrase was given: type the passphrase");
       expect(logins[6]!.body).toContain('name="portcullis-proof"');
+
+      // nor logged as a failed login: only the wrong passphrase sent after them is. Its line is
+      // written after theirs on the same stream, so once it is read theirs would have been.
+      const wrong = (await pipelined(c.url, [await loginForm(c.url, "not the passphrase")]))[0]!;
+      expect(wrong.status, wrong.body).toBe(401);
+      await waitFor(
+        () => c.output().includes("a login failed"),
+        10_000,
+        "the wrong passphrase's line in the console's output",
+      );
+      expect(c.output().match(/a login failed/g), c.output()).toHaveLength(1);
     } finally {
       await c.stop();
       removeDir(dir);
