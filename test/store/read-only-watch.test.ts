@@ -7,16 +7,18 @@
 // line is not said again; once the file is writable the watch closes the request by itself, says
 // so on stderr and in its list. A gateway SIGKILLed with a request pending, the watch run as a
 // user whom file modes bind (test/helpers/otherUser.ts): real processes throughout.
-import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { abandonedRequest } from "../helpers/abandonedRequest.js";
-import { sleep, waitFor } from "../helpers/files.js";
-import { hostEnv, runCli } from "../helpers/gateway.js";
 import { unprivilegedUser } from "../helpers/otherUser.js";
-import { CLI, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
+import {
+  closedOnceWritable,
+  listedButNotClosed,
+  stillSaidOnce,
+  watchStore,
+} from "../helpers/unwritableStoreWatch.js";
 
 const cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -34,68 +36,20 @@ it("--watch over a store read-only from the start: says once what it cannot clos
   chmodSync(db, 0o444);
   cleanup.push(() => chmodSync(db, 0o600));
 
-  const child: ChildProcess = spawn(NODE, [CLI, "approvals", "--watch", "--json", "--state-dir", stateDir], {
-    env: hostEnv({ HOME: stateDir }),
-    stdio: ["ignore", "pipe", "pipe"],
-    ...user.spawn,
-  });
-  let out = "";
-  let err = "";
-  child.stdout!.on("data", (c: Buffer) => {
-    out += c.toString();
-  });
-  child.stderr!.on("data", (c: Buffer) => {
-    err += c.toString();
-  });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  cleanup.push(() => {
-    if (child.exitCode === null) child.kill("SIGKILL");
-  });
-  const lines = () =>
-    out
-      .split("\n")
-      .filter((l) => l.trim() !== "")
-      .map((l) => JSON.parse(l) as { change: string; request: unknown; state?: string });
-
-  const pending = await waitFor(
-    () => lines().find((l) => l.change === "pending"),
-    20_000,
-    "the pending line",
-  );
-  expect((pending.request as { request: string }).request).toBe(request);
-  await waitFor(() => err.includes(READ_ONLY), 20_000, "the read-only line");
-  expect(err.startsWith(`portcullis approvals: the store ${db} ${READ_ONLY}.`)).toBe(true);
-  expect(err).toContain(`the store ${db} ${READ_ONLY}. Read as it is, without writing;`);
-  expect(err).toContain(`was not closed: ${request};`);
-  expect(err).toContain(
+  const w = watchStore(stateDir, cleanup, { env: { HOME: stateDir }, as: user.spawn });
+  await listedButNotClosed(w, request, READ_ONLY);
+  expect(w.err().startsWith(`portcullis approvals: the store ${db} ${READ_ONLY}.`)).toBe(true);
+  expect(w.err()).toContain(`the store ${db} ${READ_ONLY}. Read as it is, without writing;`);
+  expect(w.err()).toContain(
     "this watch closes none while its store cannot be written, and tries again every 5 s: it closes them once the store can be written, and says so",
   );
-  expect(err).toContain(
+  expect(w.err()).toContain(
     `To fix it: make it and its directory writable by their owner (chmod u+w ${db} ${stateDir};`,
   );
   // past a retry (every 5 s) with the file still read-only: nothing closed, the line said once
-  await sleep(6000);
-  expect(err.split(READ_ONLY)).toHaveLength(2);
-  expect(lines().filter((l) => l.change === "closed")).toEqual([]);
+  await stillSaidOnce(w, READ_ONLY, 6000);
 
   // the file writable again (nothing written to the store: nothing in it changes to wake the watch)
   chmodSync(db, 0o644);
-  const closed = await waitFor(
-    () => lines().find((l) => l.change === "closed"),
-    20_000,
-    "the closed line once the file can be written",
-  );
-  expect(closed).toMatchObject({ change: "closed", request, state: "expired" });
-  await waitFor(() => err.includes("could be written again"), 20_000, "the closed-after-all line");
-  expect(err).toContain(
-    `portcullis approvals: the store could be written again: closed 1 abandoned approval request: ${request}\n`,
-  );
-  expect(err.split(READ_ONLY)).toHaveLength(2);
-  expect(err).not.toContain("could not close abandoned approval requests");
-
-  child.kill("SIGINT");
-  expect(await exited).toBe(0);
-  // the closing was written whole: the audit chain verifies
-  const verify = await runCli(["audit", "verify"], { stateDir });
-  expect(verify.code, verify.stderr).toBe(0);
+  await closedOnceWritable(w, request, READ_ONLY);
 });

@@ -1,0 +1,104 @@
+// `approvals --watch --json` over a store it cannot write (a read-only file, a full disk) holding
+// one request a dead gateway left pending (abandonedRequest.ts): what the watch must do whatever
+// the cause (test/store/read-only-watch.test.ts, test/store/hostile-disk-full-watch.test.ts).
+// It lists the request as pending and says once, on stderr, what it could not close; while the
+// store stays unwritable nothing is closed and the line is not said again; once it can be
+// written the watch closes the request by itself, says so in its list and on stderr, ends 0 on
+// SIGINT, and the closing was written whole (the audit chain verifies).
+import { type ChildProcess, type SpawnOptions, spawn } from "node:child_process";
+import { expect } from "vitest";
+import { sleep, waitFor } from "./files.js";
+import { hostEnv, runCli } from "./gateway.js";
+import { CLI, NODE } from "./paths.js";
+
+type Cleanup = (() => Promise<void> | void)[];
+
+interface WatchLine {
+  change: string;
+  request: unknown;
+  state?: string;
+}
+
+export interface StoreWatch {
+  stateDir: string;
+  child: ChildProcess;
+  err(): string;
+  lines(): WatchLine[];
+  exited: Promise<number | null>;
+}
+
+/** The watch started on `stateDir` (its env added to the host's; `as`: spawn options, another user's). */
+export function watchStore(
+  stateDir: string,
+  cleanup: Cleanup,
+  o: { env?: Record<string, string>; as?: Pick<SpawnOptions, "uid" | "gid"> } = {},
+): StoreWatch {
+  const child: ChildProcess = spawn(NODE, [CLI, "approvals", "--watch", "--json", "--state-dir", stateDir], {
+    env: hostEnv(o.env),
+    stdio: ["ignore", "pipe", "pipe"],
+    ...o.as,
+  });
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (c: Buffer) => {
+    out += c.toString();
+  });
+  child.stderr!.on("data", (c: Buffer) => {
+    err += c.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  cleanup.push(() => {
+    if (child.exitCode === null) child.kill("SIGKILL");
+  });
+  const lines = () =>
+    out
+      .split("\n")
+      .filter((l) => l.trim() !== "")
+      .map((l) => JSON.parse(l) as WatchLine);
+  return { stateDir, child, err: () => err, lines, exited };
+}
+
+/** Waits for `request` listed as pending and for the line that says `cannot`, which names it not closed. */
+export async function listedButNotClosed(w: StoreWatch, request: string, cannot: string): Promise<void> {
+  const pending = await waitFor(
+    () => w.lines().find((l) => l.change === "pending"),
+    20_000,
+    "the pending line",
+  );
+  expect((pending.request as { request: string }).request).toBe(request);
+  await waitFor(() => w.err().includes(cannot), 20_000, `the line that says "${cannot}"`);
+  expect(w.err()).toContain(`was not closed: ${request};`);
+}
+
+/** After `ms` more (retries of the watch) with the store still unwritable: nothing closed, the line said once. */
+export async function stillSaidOnce(w: StoreWatch, cannot: string, ms: number): Promise<void> {
+  await sleep(ms);
+  expect(w.err().split(cannot)).toHaveLength(2);
+  expect(w.lines().filter((l) => l.change === "closed")).toEqual([]);
+}
+
+/**
+ * Call once the store can be written again (nothing written to it: nothing in it changes to wake
+ * the watch): the request closed in the list and on stderr, the line not said again; then the
+ * watch is ended (SIGINT, exit 0) and the audit chain verified.
+ */
+export async function closedOnceWritable(w: StoreWatch, request: string, cannot: string): Promise<void> {
+  const closed = await waitFor(
+    () => w.lines().find((l) => l.change === "closed"),
+    20_000,
+    "the closed line once the store can be written",
+  );
+  expect(closed).toMatchObject({ change: "closed", request, state: "expired" });
+  await waitFor(() => w.err().includes("could be written again"), 20_000, "the closed-after-all line");
+  expect(w.err()).toContain(
+    `portcullis approvals: the store could be written again: closed 1 abandoned approval request: ${request}\n`,
+  );
+  expect(w.err().split(cannot)).toHaveLength(2);
+  expect(w.err()).not.toContain("could not close abandoned approval requests");
+
+  w.child.kill("SIGINT");
+  expect(await w.exited).toBe(0);
+  // the closing was written whole: the audit chain verifies
+  const verify = await runCli(["audit", "verify"], { stateDir: w.stateDir });
+  expect(verify.code, verify.stderr).toBe(0);
+}
