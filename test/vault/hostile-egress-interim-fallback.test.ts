@@ -7,17 +7,10 @@
 // before its 200 reach the client as the 200 alone, the gateway serving on. Before, the proxy
 // called the internal method from Node's client's 'information' event, where the throw was an
 // uncaught exception: the gateway ended, the client got no answer.
-import { writeFileSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
-import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { tempDir } from "../helpers/files.js";
-import { startGateway } from "../helpers/gateway.js";
-import { REPO } from "../helpers/paths.js";
-import { newStateDir } from "../helpers/state.js";
-import { exchange, type Gw, nodeServer, proxyPort } from "./egress-kit.js";
-
-const PRELOAD = join(REPO, "test", "fixtures", "interim-refused.cjs");
+import { exchange, type Gw } from "./egress-kit.js";
+import { preloadedProxy } from "./egress-preloaded-proxy.js";
 
 let upstream: Server;
 let host: string;
@@ -47,20 +40,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r));
   host = `127.0.0.1:${(upstream.address() as { port: number }).port}`;
-  const dir = tempDir("portcullis-interim-");
-  // no credential: a proxy of its own all the same, which reads absolute-form requests
-  writeFileSync(
-    join(dir, "portcullis.json"),
-    JSON.stringify({ servers: { api: { ...nodeServer, egress: "record" } } }),
-  );
-  gw = await startGateway({
-    args: ["api"],
-    cwd: dir,
-    stateDir: newStateDir(),
-    nodeFlags: ["--require", PRELOAD],
-  });
-  await gw.client.listTools();
-  port = await proxyPort(gw);
+  ({ gw, port } = await preloadedProxy("interim-refused.cjs", "portcullis-interim-"));
 }, 30_000);
 
 afterAll(async () => {

@@ -8,17 +8,11 @@
 // reset, the proxy's 502 where that write came first (as before the way existed), and the gateway
 // serves the next request. Before, the way was used without a test: a Node on which
 // it did not work was not told of, and one on which it misbehaved would have been trusted.
-import { writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { tempDir } from "../helpers/files.js";
-import { startGateway } from "../helpers/gateway.js";
-import { REPO } from "../helpers/paths.js";
-import { newStateDir } from "../helpers/state.js";
-import { exchange, type Gw, nodeServer, proxyPort } from "./egress-kit.js";
+import { exchange, type Gw } from "./egress-kit.js";
+import { preloadedProxy } from "./egress-preloaded-proxy.js";
 
-const PRELOAD = join(REPO, "test", "fixtures", "refused-writes-differ.cjs");
 const BODY = 1024 * 1024;
 
 /** /upload: the head read, 413, closed with the body unread (a reset); any other path: a 200 naming it. */
@@ -41,20 +35,7 @@ let port: number;
 beforeAll(async () => {
   await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r));
   host = `127.0.0.1:${(upstream.address() as { port: number }).port}`;
-  const dir = tempDir("portcullis-refused-writes-");
-  // no credential: a proxy of its own all the same, which reads absolute-form requests
-  writeFileSync(
-    join(dir, "portcullis.json"),
-    JSON.stringify({ servers: { api: { ...nodeServer, egress: "record" } } }),
-  );
-  gw = await startGateway({
-    args: ["api"],
-    cwd: dir,
-    stateDir: newStateDir(),
-    nodeFlags: ["--require", PRELOAD],
-  });
-  await gw.client.listTools();
-  port = await proxyPort(gw);
+  ({ gw, port } = await preloadedProxy("refused-writes-differ.cjs", "portcullis-refused-writes-"));
 }, 30_000);
 
 afterAll(async () => {
