@@ -43,6 +43,7 @@ import {
   throughStep8,
   twoConnectionsPerTest,
 } from "./helpers.js";
+import { askedAgainAfterRemoval, grantedByPasskey } from "./passkeyRemovalKit.js";
 
 const EPOCH = "01JQ7R4S4S0QJ7GZP1S2AAAAAA";
 const EXPECT = { origin: TEST_ORIGIN, rpId: TEST_RP_ID };
@@ -414,83 +415,39 @@ describe("a forged passkey decision is ignored and recorded as decision_rejected
     // anything remembered is remembered; then the removal, written by another connection.
     const key = await registered();
     const bystander = await registered("another key");
-    const run = testRun(db);
-    const { auth, rec } = makeAuthorizer(db, run);
-    const asked = auth.obtain(callOf(publishPreview, EPOCH));
-    const req = await pendingOf(other, run);
-    const prepared = preparePasskeyDecision(other, req.request, "approve");
-    const { grant } = await completePasskeyDecision(other, prepared, key.assert(prepared.options.challenge), {
-      ...EXPECT,
-      stateDir: dir,
-    });
-    expect(await asked).toEqual({ grant: grant!.grant });
+    const g = await grantedByPasskey(db, other, dir, key, EPOCH);
     for (let i = 0; i < 3; i++)
-      expect(await throughStep8(auth, () => callOf(publishPreview, EPOCH))).toEqual({ grant: grant!.grant });
+      expect(await throughStep8(g.auth, () => callOf(publishPreview, EPOCH))).toEqual({ grant: g.grant });
     // another passkey's removal takes nothing from this one
     removePasskey(other, dir, bystander.id, "test");
-    expect(await throughStep8(auth, () => callOf(publishPreview, EPOCH))).toEqual({ grant: grant!.grant });
+    expect(await throughStep8(g.auth, () => callOf(publishPreview, EPOCH))).toEqual({ grant: g.grant });
 
     removePasskey(other, dir, key.id, "test");
     // the grant's end undone by a store writer: only the removal record can stop the call
-    other
-      .prepare("UPDATE grants SET ended_at = NULL, ended_reason = NULL WHERE grant_id = ?")
-      .run(grant!.grant);
-    const asksAgain = throughStep8(auth, () => callOf(publishPreview, EPOCH));
-    const req2 = await pendingOf(other, run);
-    expect(req2.request).not.toBe(req.request);
-    expect(rec.events).toContainEqual(
-      expect.objectContaining({
-        type: "decision_rejected",
-        grant: grant!.grant,
-        why: expect.stringMatching(/was removed/),
-      }),
-    );
-    other.prepare("UPDATE approval_requests SET state = 'cancelled' WHERE request = ?").run(req2.request);
-    await asksAgain;
+    const again = await askedAgainAfterRemoval(other, g, EPOCH);
+    await again.done();
   });
 
   it("by a removed credential: its grants stop covering, its new decisions are refused", async () => {
     const key = await registered();
-    const run = testRun(db);
-    const { auth, rec } = makeAuthorizer(db, run);
-    const call = callOf(publishPreview, EPOCH);
-    const asked = auth.obtain(call);
-    const req = await pendingOf(other, run);
-    const prepared = preparePasskeyDecision(other, req.request, "approve");
-    const { grant } = await completePasskeyDecision(other, prepared, key.assert(prepared.options.challenge), {
-      ...EXPECT,
-      stateDir: dir,
-    });
-    expect(await asked).toEqual({ grant: grant!.grant });
-    expect(auth.stale(call)).toBeNull();
-    expect(await auth.obtain(call)).toEqual({ grant: grant!.grant }); // covered, no new request
+    const g = await grantedByPasskey(db, other, dir, key, EPOCH);
+    expect(g.auth.stale(g.call)).toBeNull();
+    expect(await g.auth.obtain(g.call)).toEqual({ grant: g.grant }); // covered, no new request
 
     removePasskey(other, dir, key.id, "test");
     expect(() => removePasskey(other, dir, key.id, "test")).toThrow(/already removed/);
-    expect(
-      other.prepare("SELECT ended_reason FROM grants WHERE grant_id = ?").pluck().get(grant!.grant),
-    ).toMatch(/was removed/);
-    // what counts is the removal in the audit chain: a store writer who undoes the grant's end gains nothing
-    other
-      .prepare("UPDATE grants SET ended_at = NULL, ended_reason = NULL WHERE grant_id = ?")
-      .run(grant!.grant);
-    // the grant read earlier is checked again as the call goes through (step 8): not honoured any more
-    const asksAgain = throughStep8(auth, () => callOf(publishPreview, EPOCH));
-    const req2 = await pendingOf(other, run);
-    expect(req2.request).not.toBe(req.request);
-    expect(rec.events).toContainEqual(
-      expect.objectContaining({
-        type: "decision_rejected",
-        grant: grant!.grant,
-        why: expect.stringMatching(/was removed/),
-      }),
+    expect(other.prepare("SELECT ended_reason FROM grants WHERE grant_id = ?").pluck().get(g.grant)).toMatch(
+      /was removed/,
     );
+    // what counts is the removal in the audit chain: a store writer who undoes the grant's end
+    // gains nothing; the grant read earlier is checked again as the call goes through (step 8):
+    // not honoured any more
+    const { req2, done } = await askedAgainAfterRemoval(other, g, EPOCH);
     const p2 = preparePasskeyDecision(other, req2.request, "approve");
     await expect(
       completePasskeyDecision(other, p2, key.assert(p2.options.challenge), { ...EXPECT, stateDir: dir }),
     ).rejects.toThrow(/was removed/);
     expect(listPasskeys(other, dir)).toEqual([]);
-    other.prepare("UPDATE approval_requests SET state = 'cancelled' WHERE request = ?").run(req2.request);
-    await asksAgain;
+    await done();
   });
 });
