@@ -6,37 +6,21 @@
 // the row was changed and what the denial does, and the real gateway honours the denial (its
 // signature is over the row as it reads now, which is what the gateway verifies): the call is
 // refused approval_denied, and the server receives nothing.
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { toolFingerprint } from "../../src/catalog/index.js";
 import { nextStoredRequest } from "../helpers/approvals.js";
-import { removeDir, tempDir } from "../helpers/files.js";
-import { runCli, startGateway } from "../helpers/gateway.js";
-import { FIXTURES, NODE } from "../helpers/paths.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { runCli } from "../helpers/gateway.js";
+import { FETCH, PAY, recordingCatalogGateway } from "../helpers/recordingCatalogGateway.js";
+import { passphraseEnv } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup = [];
 });
-
-const PAY = {
-  name: "send_payment",
-  description: "Send money.",
-  inputSchema: {
-    type: "object",
-    required: ["to", "amount"],
-    properties: { to: { type: "string" }, amount: { type: "number" } },
-  },
-};
-const FETCH = {
-  name: "fetch_page",
-  description: "Fetch a page of the wiki.",
-  inputSchema: { type: "object", required: ["page"], properties: { page: { type: "string" } } },
-};
 
 const DENIED = -32057;
 
@@ -61,33 +45,13 @@ describe("deny ID of a request whose row was rewritten in the store", () => {
   ] as const) {
     for (const next of column === "tool" ? [false, true] : [false])
       it(`${next ? "deny --next" : "deny ID"}, its ${column} rewritten: the denial is made, said, and ends the call's wait with approval_denied`, async () => {
-        const stateDir = newStateDir();
-        const dir = tempDir("portcullis-deny-rewritten-");
-        cleanup.push(() => {
-          removeDir(dir);
-          removeDir(stateDir);
-        });
-        const toolsFile = join(dir, "tools.json");
-        const record = join(dir, "record.jsonl");
-        writeFileSync(toolsFile, JSON.stringify([PAY, FETCH]));
         // a hold far longer than the test: only a denial the gateway honours ends the call in time
-        const gw = await startGateway({
-          stateDir,
-          args: [
-            "--label",
-            "bank",
-            "--approval",
-            "session",
-            "--approval-timeout",
-            "120000",
-            "--",
-            NODE,
-            FIXTURES.catalog,
-          ],
-          env: { FIXTURE_CATALOG: toolsFile, FIXTURE_RECORD: record },
-        });
-        cleanup.push(() => gw.close());
-        await gw.client.listTools();
+        const { stateDir, gw, record } = await recordingCatalogGateway(
+          [PAY, FETCH],
+          ["--label", "bank", "--approval", "session", "--approval-timeout", "120000"],
+          cleanup,
+          "portcullis-deny-rewritten-",
+        );
         const outcome = gw.client.callTool({ name: "fetch_page", arguments: { page: "a" } }).then(
           () => "answered",
           (e: { code: number }) => e.code,

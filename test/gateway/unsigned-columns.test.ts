@@ -2,7 +2,7 @@
 // `ended_at`, `revoked_at`), rewritten by a same-user process with plain SQL: a real gateway in
 // front of the catalog fixture, the real CLI deciding with the passphrase, and the fixture's
 // record of every call it received as the ground truth of what was forwarded.
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
@@ -13,10 +13,10 @@ import { argumentsDigest } from "../../src/audit/events.js";
 import { toolFingerprint } from "../../src/catalog/index.js";
 import { openStore } from "../../src/store/db.js";
 import { decideByCli, nextStoredRequest, storedPending, waitForPending } from "../helpers/approvals.js";
-import { removeDir, tempDir, waitFor } from "../helpers/files.js";
-import { runCli, startGateway } from "../helpers/gateway.js";
-import { FIXTURES, NODE } from "../helpers/paths.js";
-import { newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
+import { waitFor } from "../helpers/files.js";
+import { runCli } from "../helpers/gateway.js";
+import { FETCH, PAY, recordingCatalogGateway } from "../helpers/recordingCatalogGateway.js";
+import { passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -24,25 +24,6 @@ afterEach(async () => {
   cleanup = [];
 });
 
-const PAY = {
-  name: "send_payment",
-  description: "Send money.",
-  inputSchema: {
-    type: "object",
-    required: ["to", "amount"],
-    properties: { to: { type: "string" }, amount: { type: "number" } },
-  },
-};
-const FETCH = {
-  name: "fetch_page",
-  description: "Fetch a page of the wiki.",
-  inputSchema: {
-    type: "object",
-    required: ["page"],
-    properties: { page: { type: "string" } },
-    additionalProperties: false,
-  },
-};
 // The same tool with a new input: an expansion of its authority.
 const FETCH_URL = {
   ...FETCH,
@@ -63,43 +44,23 @@ function writeTools(file: string, tools: unknown[]): void {
 }
 
 async function setup(tools: unknown[], runArgs: string[]) {
-  const stateDir = newStateDir();
-  const dir = tempDir("portcullis-unsigned-");
-  const toolsFile = join(dir, "tools.json");
-  const record = join(dir, "record.jsonl");
-  writeTools(toolsFile, tools);
-  cleanup.push(() => {
-    removeDir(dir);
-    removeDir(stateDir);
-  });
-  const gw = await startGateway({
-    stateDir,
+  const { stateDir, gw, toolsFile, received } = await recordingCatalogGateway(
+    tools,
     // 3 s unless the test gives its own (an option given twice is refused)
-    args: [
+    [
       "--label",
       "bank",
       ...(runArgs.includes("--approval-timeout") ? [] : ["--approval-timeout", "3000"]),
       ...runArgs,
-      "--",
-      NODE,
-      FIXTURES.catalog,
     ],
-    env: { FIXTURE_CATALOG: toolsFile, FIXTURE_RECORD: record },
-  });
-  cleanup.push(() => gw.close());
-  await gw.client.listTools();
+    cleanup,
+    "portcullis-unsigned-",
+  );
   const db = new Database(join(stateDir, "portcullis.db"));
   db.pragma("busy_timeout = 10000");
   cleanup.push(() => {
     db.close();
   });
-  const received = () =>
-    existsSync(record)
-      ? readFileSync(record, "utf8")
-          .trim()
-          .split("\n")
-          .map((l) => JSON.parse(l).args as Record<string, unknown>)
-      : [];
   return { stateDir, gw, db, toolsFile, received };
 }
 

@@ -2,52 +2,22 @@
 // steps the one-call approval tests take (test/cli/hostile-approve-cut-arguments,
 // hostile-approve-hidden-arguments). The fixture's record of the calls it received is the ground
 // truth of what was forwarded.
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { removeDir, tempDir } from "./files.js";
-import { runCli, type Session, startGateway } from "./gateway.js";
-import { FIXTURES, NODE } from "./paths.js";
-import { newStateDir, passphraseEnv } from "./state.js";
+import { runCli, type Session } from "./gateway.js";
+import { recordingCatalogGateway } from "./recordingCatalogGateway.js";
+import { passphraseEnv } from "./state.js";
 
 /** The gateway (label "shell", per-call, a 60 s hold) serving `tool`; its teardown goes on `cleanup`. */
 export async function perCallToolGateway(
   tool: Record<string, unknown>,
   cleanup: (() => Promise<void> | void)[],
 ): Promise<{ stateDir: string; gw: Session<Client>; received: () => Record<string, unknown>[] }> {
-  const stateDir = newStateDir();
-  const dir = tempDir("portcullis-per-call-tool-");
-  const toolsFile = join(dir, "tools.json");
-  const record = join(dir, "record.jsonl");
-  writeFileSync(toolsFile, JSON.stringify([tool]));
-  cleanup.push(() => {
-    removeDir(dir);
-    removeDir(stateDir);
-  });
-  const gw = await startGateway({
-    stateDir,
-    args: [
-      "--label",
-      "shell",
-      "--approval",
-      "per-call",
-      "--approval-timeout",
-      "60000",
-      "--",
-      NODE,
-      FIXTURES.catalog,
-    ],
-    env: { FIXTURE_CATALOG: toolsFile, FIXTURE_RECORD: record },
-  });
-  cleanup.push(() => gw.close());
-  await gw.client.listTools();
-  const received = () =>
-    existsSync(record)
-      ? readFileSync(record, "utf8")
-          .trim()
-          .split("\n")
-          .map((l) => JSON.parse(l).args as Record<string, unknown>)
-      : [];
+  const { stateDir, gw, received } = await recordingCatalogGateway(
+    [tool],
+    ["--label", "shell", "--approval", "per-call", "--approval-timeout", "60000"],
+    cleanup,
+    "portcullis-per-call-tool-",
+  );
   return { stateDir, gw, received };
 }
 
