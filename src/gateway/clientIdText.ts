@@ -42,10 +42,12 @@ type Marked = Request & {
  * integer of its arguments that re-serialising would change (`9007199254740993`), if any.
  */
 export function markWrittenIntegers(msg: Request, text: string): void {
-  if (!mayHoldLongInteger(text)) return;
   // a progress token the gateway would forward as another number: the server's progress would
   // come back under a token the client never used (every guarded request is re-serialised)
   const token = (msg.params as { _meta?: { progressToken?: unknown } } | undefined)?._meta?.progressToken;
+  // Nothing else is marked: the text is not searched (a relayed ping's line, most of them).
+  if (typeof token !== "number" && msg.method !== "tools/call") return;
+  if (!mayHoldLongInteger(text)) return;
   if (typeof token === "number") {
     const raw = rawProgressTokenOf(text);
     if (raw !== null && respelledIntegerIn(raw, token) !== null) (msg as Marked)[RESPELLED_TOKEN] = raw;
