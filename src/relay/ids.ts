@@ -39,11 +39,13 @@ export class IdMap<T> {
    * here; reaching this is a bug, so it throws rather than overwrite.
    */
   add(entry: T, peerId?: Id): number {
-    if (peerId !== undefined && this.byPeer.has(idKey(peerId)))
+    // (the key made once: every relayed request comes here)
+    const key = peerId === undefined ? undefined : idKey(peerId);
+    if (key !== undefined && this.byPeer.has(key))
       throw new Error(`peer id ${JSON.stringify(peerId)} already names an entry in flight`);
     const wire = this.next++;
     this.byWire.set(wire, entry);
-    if (peerId !== undefined) this.byPeer.set(idKey(peerId), wire);
+    if (key !== undefined) this.byPeer.set(key, wire);
     return wire;
   }
   get(wire: Id | null): T | undefined {
@@ -55,7 +57,9 @@ export class IdMap<T> {
   delete(wire: number, peerId?: Id): void {
     const entry = this.byWire.get(wire);
     if (entry !== undefined && this.byWire.delete(wire)) this.dropped?.(entry);
-    if (peerId !== undefined && this.byPeer.get(idKey(peerId)) === wire) this.byPeer.delete(idKey(peerId));
+    if (peerId === undefined) return;
+    const key = idKey(peerId);
+    if (this.byPeer.get(key) === wire) this.byPeer.delete(key);
   }
   /**
    * `peerId` no longer finds the entry at `wire`, which stays (its wire id is still owed an
