@@ -38,6 +38,14 @@ export class LineReader {
     let start = 0;
     while (start < chunk.length) {
       const nl = chunk.indexOf(10, start);
+      // A whole line of this chunk, nothing kept before it (nearly every message): read in place,
+      // with no piece cut out of the chunk nor a list of pieces made for it.
+      if (nl !== -1 && this.size === 0 && this.dropping === 0 && nl - start <= this.maxBytes) {
+        // (UTF-8: no encoding named, Buffer's shortest way to it)
+        this.lineRead(chunk.toString(undefined, start, nl));
+        start = nl + 1;
+        continue;
+      }
       const end = nl === -1 ? chunk.length : nl;
       const piece = chunk.subarray(start, end);
       if (this.dropping > 0) {
@@ -80,6 +88,10 @@ export class LineReader {
     ).toString("utf8");
     this.chunks = [];
     this.size = 0;
+    this.lineRead(text);
+  }
+
+  private lineRead(text: string): void {
     const trimmed = text.endsWith("\r") ? text.slice(0, -1) : text;
     if (trimmed.trim().length > 0) this.events.line(trimmed);
   }

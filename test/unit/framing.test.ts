@@ -26,6 +26,35 @@ describe("LineReader", () => {
     expect(lines).toEqual(['{"ok":1}']);
   });
 
+  it("reads a chunk's whole lines as it reads them byte by byte: blank and CRLF lines, a line at the limit and one past it", () => {
+    const texts = [
+      '{"a":1}\n{"b":"é"}\r\n\n  \n{"c":3}\n',
+      `${"x".repeat(16)}\n${"y".repeat(17)}\n{"ok":1}\n`,
+      `{"p":1}\n${"z".repeat(40)}\n{"q":"ü"}\n\r\n`,
+    ];
+    for (const text of texts) {
+      const bytes = Buffer.from(text);
+      const byByte = collect(16);
+      for (let i = 0; i < bytes.length; i++) byByte.r.push(bytes.subarray(i, i + 1));
+      // whole, and cut at every place (the rest of a line, then whole lines)
+      for (let cut = 0; cut <= bytes.length; cut++) {
+        const chunked = collect(16);
+        chunked.r.push(bytes.subarray(0, cut));
+        chunked.r.push(bytes.subarray(cut));
+        expect({ lines: chunked.lines, over: chunked.over }, `${JSON.stringify(text)} cut at ${cut}`).toEqual(
+          {
+            lines: byByte.lines,
+            over: byByte.over,
+          },
+        );
+      }
+    }
+    const limits = collect(16);
+    limits.r.push(Buffer.from(`${"x".repeat(16)}\n${"y".repeat(17)}\n`));
+    expect(limits.lines).toEqual(["x".repeat(16)]);
+    expect(limits.over).toEqual([17]);
+  });
+
   it("flushes a last line without newline at end", () => {
     const { r, lines } = collect();
     r.push(Buffer.from('{"a":1}'));
