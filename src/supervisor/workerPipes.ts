@@ -2,7 +2,7 @@
 // messages, its stderr printed as scrubbed lines, its stdin written once per event-loop turn,
 // and its orderly end: close stdin → SIGTERM → SIGKILL, the whole process group.
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
-import { LineCoalescer } from "../relay/coalesce.js";
+import { LineCoalescer, writesAfterRead } from "../relay/coalesce.js";
 import { type FramingEvents, LineReader } from "../relay/framing.js";
 import { killGroup } from "./spawn.js";
 import { type LineScrubber, StderrLines } from "./stderrLines.js";
@@ -41,7 +41,11 @@ export function readPipes(
   o: PipeOptions,
 ): void {
   const reader = new LineReader(messages, o.maxMessageBytes);
-  child.stdout.on("data", (b: Buffer) => reader.push(b));
+  // the answers a chunk carries are relayed as it is read (coalesce.ts)
+  child.stdout.on(
+    "data",
+    writesAfterRead((b) => reader.push(b)),
+  );
   child.stdout.on("end", () => {
     reader.end();
     o.pipeLost("closed its stdout");

@@ -1,6 +1,6 @@
 import type { Downstream } from "../gateway/downstream.js";
 import { ClientIds } from "../relay/clientIds.js";
-import { LineCoalescer } from "../relay/coalesce.js";
+import { LineCoalescer, writesAfterRead } from "../relay/coalesce.js";
 import { LineReader } from "../relay/framing.js";
 
 /**
@@ -27,7 +27,11 @@ export function stdioDownstream(
   let closed = false;
   // one write per event-loop turn: stdout to a pipe is a synchronous syscall per write
   const out = new LineCoalescer(process.stdout);
-  process.stdin.on("data", (b: Buffer) => reader.push(b));
+  // the lines a chunk carries are relayed as it is read (coalesce.ts)
+  process.stdin.on(
+    "data",
+    writesAfterRead((b) => reader.push(b)),
+  );
   process.stdin.on("end", () => {
     reader.end();
     handlers.end("input-closed");

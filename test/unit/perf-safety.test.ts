@@ -1,13 +1,13 @@
 // Correctness of the relay's and the guard's fast paths: a grant the Authorizer keeps from its
 // last read never covers a call past a revoke (from another process: step 8 reads the grant
-// again under the intent's lock; from this one: the read is dropped), and
-// coalesced writes keep their order and reach the stream before it ends; the cached answer of
+// again under the intent's lock; from this one: the read is dropped), and coalesced writes keep
+// their order and reach the stream before it ends (a read's as it returns); the cached answer of
 // the guarded-method variant check is the answer.
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { endGrants, revokeGrant } from "../../src/approval/grants.js";
 import { isGuardedMethodVariant } from "../../src/gateway/protocol.js";
-import { LineCoalescer } from "../../src/relay/coalesce.js";
+import { LineCoalescer, writesAfterRead } from "../../src/relay/coalesce.js";
 import type { Store } from "../../src/store/db.js";
 import {
   callOf,
@@ -98,6 +98,60 @@ describe("LineCoalescer", () => {
     out.write('{"d":4}');
     await new Promise((r) => process.nextTick(r));
     expect(writes).toEqual(['{"a":1}\n{"b":2}\n', '{"c":3}\n']);
+  });
+});
+
+describe("writesAfterRead", () => {
+  /** A coalescer over a stream whose writes are listed. */
+  function listed() {
+    const stream = new PassThrough();
+    const writes: string[] = [];
+    const write = stream.write.bind(stream);
+    stream.write = ((chunk: string) => {
+      writes.push(String(chunk));
+      return write(chunk);
+    }) as typeof stream.write;
+    return { out: new LineCoalescer(stream), writes };
+  }
+
+  it("writes what a read wrote as it returns, one write per coalescer, and what came after at the turn's end", async () => {
+    const server = listed();
+    const client = listed();
+    const later: string[] = [];
+    const onData = writesAfterRead((chunk) => {
+      for (const line of chunk.toString().split("\n")) server.out.write(line);
+      client.out.write('{"answer":1}');
+      // a promise continuation of this read: not part of it
+      void Promise.resolve().then(() => {
+        server.out.write('{"later":1}');
+        later.push("queued");
+      });
+      expect(server.writes).toEqual([]); // not while the read runs
+    });
+    onData(Buffer.from('{"a":1}\n{"b":2}'));
+    expect(server.writes).toEqual(['{"a":1}\n{"b":2}\n']);
+    expect(client.writes).toEqual(['{"answer":1}\n']);
+    await new Promise((r) => setImmediate(r));
+    expect(later).toEqual(["queued"]);
+    expect(server.writes).toEqual(['{"a":1}\n{"b":2}\n', '{"later":1}\n']);
+    // outside a read, a line waits for the turn's end as before
+    server.out.write('{"c":3}');
+    expect(server.writes).toHaveLength(2);
+    await new Promise((r) => process.nextTick(r));
+    expect(server.writes).toEqual(['{"a":1}\n{"b":2}\n', '{"later":1}\n', '{"c":3}\n']);
+  });
+
+  it("still writes what a read wrote when it throws, and a read inside a read writes with the outer one", () => {
+    const server = listed();
+    const inner = writesAfterRead(() => server.out.write('{"inner":1}'));
+    const outer = writesAfterRead(() => {
+      server.out.write('{"outer":1}');
+      inner(Buffer.alloc(0));
+      expect(server.writes).toEqual([]);
+      throw new Error("a bug in a handler");
+    });
+    expect(() => outer(Buffer.alloc(0))).toThrow("a bug in a handler");
+    expect(server.writes).toEqual(['{"outer":1}\n{"inner":1}\n']);
   });
 });
 
