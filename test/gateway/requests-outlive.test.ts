@@ -107,8 +107,10 @@ describe("a request outlives the call that raised it", () => {
       "per-call",
       "--approval-timeout",
       "300",
+      // long enough to still be pending when a CLI started after the refusal reads it on a loaded
+      // machine (2.5 s was not: at load 20 the request had expired before \`approvals\` ran)
       "--request-ttl",
-      "2500",
+      "8000",
     ]);
     // a console "runs" for this state dir: this test process owns the address file
     writeConsoleAddress(stateDir, "http://127.0.0.1:45999");
@@ -132,7 +134,7 @@ describe("a request outlives the call that raised it", () => {
     expect((await pending(stateDir)).map((p) => p.request)).toEqual([id]);
 
     // nobody decides: the request expires, is closed and recorded
-    await waitForPending(stateDir, (l) => l.length === 0, 15_000, "the request to expire");
+    await waitForPending(stateDir, (l) => l.length === 0, 30_000, "the request to expire");
     const expired = (await auditEvents(stateDir)).filter((x) => x.type === "approval_expired");
     expect(expired).toEqual([
       expect.objectContaining({ approvalRequest: id, tool: "adjust_inventory", serverLabel: "inventory" }),
