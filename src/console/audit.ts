@@ -38,9 +38,27 @@ import { recordsAboutRuns } from "./recordsAboutRuns.js";
 
 /**
  * Start records opened at most to find the runs served now among those whose header names a
- * served gateway's pid (the latest first): a writer can give its records any pid, that one too.
+ * served gateway's pid: a writer can give its records any pid, that one too, and each start of a
+ * writer of its own costs a key agreement to open.
  */
 const SERVED_STARTS_OPENED = 1000;
+
+/**
+ * Which of the starts whose header names a served gateway's pid (in log order) are opened: all of
+ * them up to SERVED_STARTS_OPENED, past that the earliest half and the latest half. The latest
+ * only (as before) let any process push the running gateway's start out of reach: it reads the
+ * pid from the store and appends 1,000 starts carrying it, and the human's run was listed by date,
+ * not as running (test/console/hostile-forged-served-starts.test.ts). A start is in the log before
+ * every record appended after it, so such a flood cannot push it out of the earliest half; the
+ * latest half keeps in reach the runs a long-lived gateway (over HTTP) starts after many of its
+ * own. Which run is served is still the store's row and the live process's word, never a start's:
+ * the budget only bounds where its start is looked for.
+ */
+export function servedStartsToOpen<T>(starts: readonly T[]): readonly T[] {
+  if (starts.length <= SERVED_STARTS_OPENED) return starts;
+  const half = SERVED_STARTS_OPENED / 2;
+  return [...starts.slice(0, half), ...starts.slice(starts.length - half)];
+}
 
 export function auditData(
   db: Store,
@@ -121,7 +139,10 @@ function auditPage(
   const starts = clear.filter((r) => r.type === "run_started").reverse();
   const served = runsServedNow(db);
   const servedPids = new Set(served.values());
-  const candidates = starts.filter((s) => servedPids.has(s.pid)).slice(0, SERVED_STARTS_OPENED);
+  // opened in log order, then taken the latest first, as the table orders runs
+  const candidates = [
+    ...servedStartsToOpen(clear.filter((r) => r.type === "run_started" && servedPids.has(r.pid))),
+  ].reverse();
   open(candidates);
   // A served run is one slot of the table, with every start that names it under its gateway's
   // pid: a start another process appended naming that run (it can read the run and pid from the

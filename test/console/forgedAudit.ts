@@ -88,6 +88,32 @@ export function appendForged(stateDir: string, fields: Forged & { breaks?: boole
 }
 
 /**
+ * Records inserted at the head with SQL, each chained to the one before, in one transaction (a
+ * flood, as any process of the user can append one). Returns their seqs.
+ */
+export function appendForgedMany(stateDir: string, all: readonly Forged[]): number[] {
+  const db = openStore(stateDir);
+  try {
+    const head = db.prepare("SELECT seq, record FROM audit_records ORDER BY seq DESC LIMIT 1").get() as {
+      seq: number;
+      record: Buffer;
+    };
+    const insert = db.prepare("INSERT INTO audit_records (seq, record) VALUES (?, ?)");
+    return db.transaction(() => {
+      let { seq, record } = head;
+      return all.map((fields) => {
+        seq += 1;
+        record = forgedRecord(stateDir, seq, createHash("sha256").update(record).digest("hex"), fields);
+        insert.run(seq, record);
+        return seq;
+      });
+    })();
+  } finally {
+    db.close();
+  }
+}
+
+/**
  * The record at `seq` replaced in place by another with the same place in the chain (its `prev`):
  * the store's trigger against updates dropped, the row rewritten, the trigger made again.
  */
