@@ -17,6 +17,8 @@ export interface ClearRecord {
   writer: string;
   pid: number;
   record: StoredRecord;
+  /** its SHA-256 (hex), when the chain verifier computed it (a record past a break has none) */
+  hash?: string;
 }
 
 /**

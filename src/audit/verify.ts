@@ -128,6 +128,14 @@ export class ChainVerifier {
   }
 
   /**
+   * The SHA-256 (hex) of the record last pushed, when that push verified it (returned true): the
+   * Audit page reuses it rather than hashing the record again.
+   */
+  get lastHash(): string {
+    return this.prev;
+  }
+
+  /**
    * After a sequence gap, whether the verifier wants the next record too: a seq that comes too
    * early is either a record missing or records out of order, and only what follows tells which.
    * It is only looked at, never counted as verified.

@@ -31,7 +31,7 @@ import {
   verifyStore,
 } from "../audit/index.js";
 import type { Store } from "../store/db.js";
-import { redactEvent } from "../util/redact.js";
+import { redactEvent, redactText } from "../util/redact.js";
 import { runsServedNow, SESSIONS_SHOWN } from "./auditSessions.js";
 import { type AuditPageData, auditViews, type LeftOutRecord } from "./pages.js";
 import { recordsAboutRuns } from "./recordsAboutRuns.js";
@@ -73,7 +73,8 @@ export function auditData(
   const leftOut: LeftOutRecord[] = [];
   let last = 0;
   for (const r of storedRecords(db)) {
-    verifier.push(r);
+    // the hash the verifier computed, kept: recordsAboutRuns needs every such record's
+    const hash = verifier.push(r) ? verifier.lastHash : undefined;
     const c = clearRecord(r);
     if (!c) {
       leftOut.push({ seq: null, why: `a record after record ${last} has no v1 header (it is left out)` });
@@ -89,6 +90,7 @@ export function auditData(
       continue;
     }
     last = c.seq;
+    if (hash !== undefined) c.hash = hash;
     clear.push(c);
   }
   const verified = verifier.result();
@@ -100,6 +102,11 @@ export function auditData(
   }
 }
 
+/** The run an opened event names, redacted as redactEvent redacts it (each string as text). */
+function runNamed(o: OpenedRecord): string | null {
+  return typeof o.event.run === "string" ? redactText(o.event.run) : null;
+}
+
 function auditPage(
   db: Store,
   auditKey: KeyObject | readonly KeyObject[],
@@ -107,6 +114,9 @@ function auditPage(
   from: number,
 ): NonNullable<AuditPageData["opened"]> {
   const opener = new AuditRecordOpener(auditKey);
+  // Kept as opened: an event is redacted only if it is shown (records' redaction was a tenth of the
+  // first view after 10,000 decisions of other runs, none of them shown). The run each names is
+  // read redacted, as the shown events say it.
   const opened = new Map<number, OpenedRecord>();
   // The records picked that do not open (sealed to another key, not authenticating, or holding an
   // event of another type than their header's): left out, each said once, the rest shown.
@@ -116,9 +126,8 @@ function auditPage(
     if (done !== undefined) return typeof done === "string" ? { unopened: done } : done;
     try {
       const o = opener.open(r.record);
-      const redacted = { ...o, event: redactEvent(o.event) };
-      opened.set(r.seq, redacted);
-      return redacted;
+      opened.set(r.seq, o);
+      return o;
     } catch (e) {
       if (!(e instanceof AuditOpenError)) throw e;
       unopened.set(r.seq, e.message);
@@ -131,8 +140,8 @@ function auditPage(
       return "event" in o ? [o] : [];
     });
   const runOf = (start: ClearRecord): string | null => {
-    const run = opened.get(start.seq)?.event.run;
-    return typeof run === "string" ? run : null;
+    const o = opened.get(start.seq);
+    return o ? runNamed(o) : null;
   };
 
   // every run the log starts, the latest first; those whose gateway runs now before the others
@@ -168,10 +177,12 @@ function auditPage(
   const ownOpened = open(own);
   const shown = [...new Set(pageStarts.map(runOf).filter((run): run is string => run !== null))];
   const runs = new Set(shown);
-  const about = recordsAboutRuns(db, opener.keyId, others, runs, openOne, (r, why) =>
+  const about = recordsAboutRuns(db, opener.keyId, others, runs, openOne, runNamed, (r, why) =>
     unopened.set(r.seq, why),
   );
-  const records = [...ownOpened, ...about].sort((a, b) => a.seq - b.seq);
+  const records = [...ownOpened, ...about]
+    .sort((a, b) => a.seq - b.seq)
+    .map((o) => ({ ...o, event: redactEvent(o.event) }));
   const views = auditViews(records, storedRunEnds(db));
   const byRun = new Map(views.sessions.map((s) => [s.run, s]));
   return {

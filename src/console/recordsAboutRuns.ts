@@ -45,8 +45,8 @@ function knownOf(db: Store, keyId: string): Map<number, Known> {
 }
 
 /**
- * The records of `others` whose event names one of `runs`, opened (by `open`, which returns null
- * for a record that does not open and says why in `why`). A record that does not open is given to
+ * The records of `others` whose event names one of `runs` (as `runNamed` reads it), opened (by
+ * `open`, which says why a record does not open). A record that does not open is given to
  * `unopened` each time it is picked, as when it is opened again.
  */
 export function recordsAboutRuns(
@@ -55,12 +55,13 @@ export function recordsAboutRuns(
   others: readonly ClearRecord[],
   runs: ReadonlySet<string>,
   open: (r: ClearRecord) => OpenedRecord | { unopened: string },
+  runNamed: (o: OpenedRecord) => string | null,
   unopened: (r: ClearRecord, why: string) => void,
 ): OpenedRecord[] {
   const memory = knownOf(db, keyId);
   const out: OpenedRecord[] = [];
   for (const r of others) {
-    const hash = recordHash(r.record);
+    const hash = r.hash ?? recordHash(r.record);
     const k = memory.get(r.seq);
     if (k && k.hash === hash) {
       if (k.unopened !== null) unopened(r, k.unopened);
@@ -71,7 +72,7 @@ export function recordsAboutRuns(
       continue;
     }
     const o = open(r);
-    const run = "event" in o && typeof o.event.run === "string" ? o.event.run : null;
+    const run = "event" in o ? runNamed(o) : null;
     if (memory.size < KNOWN_AT_MOST || memory.has(r.seq))
       memory.set(r.seq, { hash, run, unopened: "unopened" in o ? o.unopened : null });
     if ("event" in o && run !== null && runs.has(run)) out.push(o);
