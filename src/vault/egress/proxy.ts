@@ -148,16 +148,23 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
   // an answer written before the upstream reset a connection whose request body it left unread
   // is read and given on, not lost with the write that met the reset (refusedWrites.ts): where a
   // feature test proves the way works on this Node, said when it does not. The test (a loopback
-  // connection, 5 to 60 ms) runs while the server starts, not before: a connection made before it
-  // ends is as Node makes it, which is what a failed test leaves (a 502 for such an answer).
+  // connection, 5 to 60 ms) runs while the server starts, not before; a request read before it
+  // ends waits for it (forward), so that its answer does not depend on how loaded the machine
+  // was (at load 20 the first upload's 413 came back a 502). A tunnel passed through untouched
+  // that opens before it ends is as Node makes it, which is what a failed test leaves.
   const pastRefusals: RefusedWriting = { works: false, tls: false };
-  void refusedWriting()
-    .then(async (proven) => {
-      Object.assign(pastRefusals, proven);
+  let pastRefusalsKnown = false;
+  // (the test answers, never throws)
+  const pastRefusalsTested = refusedWriting().then((proven) => {
+    Object.assign(pastRefusals, proven);
+    pastRefusalsKnown = true;
+  });
+  void pastRefusalsTested
+    .then(async () => {
       const noPastRefusals = await refusedWritingWarning();
       if (noPastRefusals !== null) o.log.warn(noPastRefusals);
     })
-    .catch(() => {}); // (the test answers, never throws; a warning that cannot be written is lost)
+    .catch(() => {}); // (a warning that cannot be written is lost)
   readPastRefusedWrites(agents.http, () => pastRefusals.works);
   readPastRefusedWrites(agents.https, () => pastRefusals.tls);
   const leaves = new Map<string, { ctx: SecureContext; until: number }>();
@@ -204,6 +211,8 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     scheme: "http" | "https",
     path: string,
   ): Promise<void> => {
+    // the upstream connection is made as the feature test found (above)
+    if (!pastRefusalsKnown) await pastRefusalsTested;
     const names: string[] = [];
     const values: string[] = [];
     for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
