@@ -688,12 +688,16 @@ function firstOccurrences(
 ): (from: number) => Match | null {
   // per spelling: its first occurrence at or after the `from` it was last asked at (null: none)
   const next: (Match | null | undefined)[] = new Array(spellings.length);
+  // (a spelling that keeps its reading through a pass is asked through a search of this pass)
+  const asks = spellings.map((s) =>
+    s.pass !== undefined ? s.pass(buf, limit) : (from: number) => s.first(buf, from, limit),
+  );
   return (from) => {
     let best: Match | null = null;
     for (let j = 0; j < spellings.length; j++) {
       let m = next[j];
       if (m === undefined || (m !== null && m.at < from)) {
-        m = spellings[j]!.first(buf, from, limit);
+        m = asks[j]!(from);
         next[j] = m;
       }
       if (m === null) continue;

@@ -22,6 +22,12 @@ export interface Spelling {
   /** the first occurrence that starts at or after `from` and before `before` (whole in `buf`) */
   first(buf: Buffer, from: number, before: number): Match | null;
   /**
+   * first() for one pass over `buf` (echo.ts's replaceUpTo): asked at a `from` that only grows,
+   * it may keep what it read for one ask for the next. Made per pass, so nothing it keeps outlives
+   * the bytes it read (a piece's buffer may be reused by its owner with other bytes).
+   */
+  pass?(buf: Buffer, before: number): (from: number) => Match | null;
+  /**
    * The first place at or after `from`, before `before`, where an occurrence may start that the
    * bytes after `buf` could still make (or make longer): what a stream must keep until they come;
    * -1 when there is none. Spends `work.left`; when it runs out, answers `from` (keep it all).
