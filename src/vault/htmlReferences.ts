@@ -12,7 +12,7 @@
  * HTML's parser reads without one too (LEGACY: `&amp`, `&lt`, `&quot`…, the longest that starts
  * the letters there, as `&ampx` reads `&x`); with `names` "all" (the scrubber of server output),
  * every name HTML defines for one character and every legacy name (src/vault/htmlNames.ts:
- * `&eacute;`, `&frac12`). And a reference written with references, to REFERENCE_READINGS readings
+ * `&eacute;`, `&frac12`: the echo check reads them for a value's characters outside ASCII). And a reference written with references, to REFERENCE_READINGS readings
  * (eachNestedReference: `&amp;#43;`, an HTML page escaped again, reads `+`). Not read: a numeric
  * reference of more digits; with "ascii", a name for a character outside ASCII.
  */
@@ -106,6 +106,13 @@ export const LONGEST_REFERENCE = Math.max(4 + REF_DIGITS, 2 + LONGEST_NAME);
 export const LONGEST_NESTED_REFERENCE = REFERENCE_READINGS * LONGEST_REFERENCE;
 
 /**
+ * As LONGEST_NESTED_REFERENCE, with every name HTML defines read (names "all"): the last reading
+ * may be the longest name of all (`&CounterClockwiseContourIntegral;`), the others stand for `&`.
+ */
+export const LONGEST_NESTED_ANY_REFERENCE =
+  (REFERENCE_READINGS - 1) * LONGEST_REFERENCE + Math.max(LONGEST_REFERENCE, 2 + LONGEST_ANY_NAME);
+
+/**
  * The reference that starts at `at` in `s` (its `&`), if complete: the character it stands for
  * and where it ends; null otherwise. A string is read by UTF-16 code units, a buffer by bytes
  * (a reference is ASCII either way). With `bare` false, only a reference with its `;` (a reader
@@ -148,13 +155,18 @@ export function eachNestedReference(
  * (eachNestedReference, without a callback: the egress proxy asks it at every `&` it walks), or
  * -1. Only `&` can be read so at more than one depth (every reading but the last is `&`).
  */
-export function nestedReferenceEnd(s: string | Uint8Array, at: number, char: number): number {
+export function nestedReferenceEnd(
+  s: string | Uint8Array,
+  at: number,
+  char: number,
+  names: Names = "ascii",
+): number {
   let end = -1;
-  let ref = referenceAt(s, at);
+  let ref = referenceAt(s, at, true, names);
   for (let k = 0; ref !== null && k < REFERENCE_READINGS; k++) {
     if (ref.char === char) end = ref.end;
     if (ref.char !== 0x26) break;
-    ref = referenceAfterAmpersand(s, ref.end);
+    ref = referenceAfterAmpersand(s, ref.end, true, names);
   }
   return end;
 }
@@ -168,8 +180,9 @@ export type Bare = boolean | "names";
 
 /**
  * Which names are read: those of ASCII characters (NAMED, LEGACY: the egress proxy's echo check,
- * whose stream keeps back as many bytes as the longest of them takes), or every name HTML defines
- * for one character (src/vault/htmlNames.ts: the scrubber of server output).
+ * for a character of a value that is ASCII, and its reading of base64), or every name HTML defines
+ * for one character (src/vault/htmlNames.ts: the scrubber of server output, and the echo check
+ * for a character of a value outside ASCII, `&eacute;`).
  */
 export type Names = "ascii" | "all";
 

@@ -9,6 +9,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { EchoScrubber, type Spelling, spellingsOf, withoutValues } from "../../src/vault/egress/echo.js";
+import { allNames } from "../../src/vault/htmlNames.js";
 import { NAMED, REF_DIGITS } from "../../src/vault/htmlReferences.js";
 
 /** One way of writing character `c` (a code point), chosen by `pick` (a number from fast-check). */
@@ -170,5 +171,66 @@ describe("a base64 form that starts with a character that may be escaped", () =>
       expect(decoded(whole.toString("latin1")), slash).not.toContain(own);
       for (let cut = 0; cut <= body.length; cut++) expect(streamed(body, [cut], s).equals(whole)).toBe(true);
     }
+  });
+});
+
+// characters outside ASCII that HTML names, each by every name it has (`é`: `eacute`; `½`:
+// `frac12`, `half`; `∳`: `awconint`, `CounterClockwiseContourIntegral`)
+const NON_ASCII_NAMES = new Map<string, string[]>();
+for (const [name, code] of allNames())
+  if (code >= 0x80)
+    NON_ASCII_NAMES.set(String.fromCodePoint(code), [
+      ...(NON_ASCII_NAMES.get(String.fromCodePoint(code)) ?? []),
+      name,
+    ]);
+const namedChar = fc.constantFrom(...NON_ASCII_NAMES.keys());
+
+/** `c` written as chance picks: itself, or a name of it as is, escaped again (`&amp;`) or URL-escaped (`%26eacute%3B`). */
+function spellNamed(c: string, pick: number): string {
+  const names = NON_ASCII_NAMES.get(c);
+  if (names === undefined) return c;
+  const n = names[(pick >> 2) % names.length];
+  return [c, `&${n};`, `&amp;${n};`, `%26${n}%3B`][pick % 4]!;
+}
+
+/** The test's own reading of what spellNamed writes. */
+function readNamed(text: string): string {
+  return text
+    .replace(/%26([A-Za-z0-9]+)%3B/g, "&$1;")
+    .replace(/&amp;([A-Za-z0-9]+;)/g, "&$1")
+    .replace(/&([A-Za-z0-9]+);/g, (m, n) => {
+      const code = allNames().get(n);
+      return code === undefined || code < 0x80 ? m : String.fromCodePoint(code);
+    });
+}
+
+describe("a released value with characters outside ASCII, each written by any HTML name it has", () => {
+  it("property: none reaches the client, the body cut anywhere", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(namedChar, fc.constantFrom("a", "-", "9", "&", ";", "%")), {
+          minLength: 3,
+          maxLength: 12,
+        }),
+        picks,
+        around,
+        around,
+        cuts,
+        (chars, p, before, after, at) => {
+          const value = chars.join("");
+          fc.pre([...value].some((c) => NON_ASCII_NAMES.has(c)));
+          const s = spellingsOf([["api", value]]);
+          const written = chars.map((c, i) => spellNamed(c, p[i % p.length]!)).join("");
+          const body = Buffer.from(`${before}${written}${after}`, "utf8");
+          const out = streamed(body, at, s);
+          expect(out.equals(withoutValues(body, s))).toBe(true);
+          const alone = withoutValues(Buffer.from(written, "utf8"), s).toString("utf8");
+          expect(alone).toMatch(/^portcullis-placeholder(:|%3A)api$/);
+          for (const piece of out.toString("utf8").split(/portcullis-placeholder(?::|%3A)api/))
+            expect(readNamed(piece)).not.toContain(value);
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });

@@ -12,10 +12,12 @@
  *   escapes of its UTF-8 bytes, once (`%2F`, `%2f`; `+` for a space) or twice, as a redirect
  *   that carries a URL in its query writes them (`%252F`), JSON escapes of its UTF-16 units
  *   (`\u002F`, `\u002f`, `\/`, `\"`, `\\`, `\n`…), HTML character references, numeric with
- *   up to 10 digits, leading zeros included (`&#47;`, `&#x2F;`, `&#X002f;`), or named, every
+ *   up to 16 digits, leading zeros included (`&#47;`, `&#x2F;`, `&#X002f;`), or named, every
  *   name HTML defines for an ASCII character (`&sol;`, `&plus;`, `&equals;`, `&amp;`…:
- *   src/vault/htmlReferences.ts), or such a reference URL-escaped (`%26%2343%3B`, as a URL built
- *   from HTML-escaped text carries it: eachUrlEscapedReference);
+ *   src/vault/htmlReferences.ts) and, for a character outside ASCII, every name HTML defines for
+ *   it (`&eacute;`: src/vault/htmlNames.ts, read only for such characters, Char.names), or such a
+ *   reference URL-escaped (`%26%2343%3B`, as a URL built from HTML-escaped text carries it:
+ *   eachUrlEscapedReference);
  * - its base64, standard and URL-safe, padded or not, and the base64 characters the value alone
  *   determines inside longer base64 at each of the three alignments (`base64("user:" + value)`,
  *   as a Basic auth echo writes it), 8 characters or more; each also as encoders that escape
@@ -29,7 +31,14 @@
  * expression built from a value: a value may be 64 KiB, a size V8 refuses for one.
  */
 
-import { eachNestedReference, NAMED, nestedReferenceEnd, REFERENCE_READINGS } from "../htmlReferences.js";
+import { allNames } from "../htmlNames.js";
+import {
+  eachNestedReference,
+  NAMED,
+  type Names,
+  nestedReferenceEnd,
+  REFERENCE_READINGS,
+} from "../htmlReferences.js";
 import {
   AMPERSAND,
   BACKSLASH,
@@ -101,6 +110,23 @@ const NAME_STARTS = new Map<number, Uint8Array>(
   }),
 );
 
+/** As NAME_STARTS, for characters outside ASCII (every name HTML defines: src/vault/htmlNames.ts), made when first needed. */
+let nonAsciiNameStarts: Map<number, Uint8Array> | null = null;
+
+function nameStarts(code: number): Uint8Array | undefined {
+  if (code < 0x80) return NAME_STARTS.get(code);
+  if (nonAsciiNameStarts === null) {
+    nonAsciiNameStarts = new Map();
+    for (const [name, c] of allNames()) {
+      if (c < 0x80) continue;
+      const starts = nonAsciiNameStarts.get(c) ?? new Uint8Array(256);
+      starts[name.charCodeAt(0)] = 1;
+      nonAsciiNameStarts.set(c, starts);
+    }
+  }
+  return nonAsciiNameStarts.get(code);
+}
+
 /** One character of a value, and how it may be written. */
 interface Char {
   code: number;
@@ -110,6 +136,11 @@ interface Char {
   units: number[];
   /** written only as itself (a letter or digit of base64: no encoder escapes those) */
   plain: boolean;
+  /**
+   * the HTML names read for it: those of ASCII characters, or for a character outside ASCII
+   * every name HTML defines (`&eacute;`, as PHP's htmlentities writes `é`)
+   */
+  names: Names;
 }
 
 /**
@@ -160,7 +191,8 @@ class Spelled implements Spelling {
       const units = [c.charCodeAt(0)];
       if (c.length === 2) units.push(c.charCodeAt(1));
       const plainChar = plainChars?.test(c) ?? false;
-      this.chars.push({ code, bytes: Buffer.from(c, "utf8"), units, plain: plainChar });
+      const names = code < 0x80 ? "ascii" : "all";
+      this.chars.push({ code, bytes: Buffer.from(c, "utf8"), units, plain: plainChar, names });
     }
     this.longest = LONGEST_CHAR * this.chars.length;
     let n = 0;
@@ -310,8 +342,8 @@ class Spelled implements Spelling {
       // (`\\\\` is a `\` escaped once, or the start of one escaped twice: the general walk)
       if (c.code === BACKSLASH && buf[p] === BACKSLASH) break;
       const byJson = buf[p] === BACKSLASH ? jsonSpelled(buf, p, c) : -1;
-      const byHtml = buf[p] === AMPERSAND ? nestedReferenceEnd(buf, p, c.code) : -1;
-      const byUrlRef = urlEscapedReferenceEnd(buf, p, c.code);
+      const byHtml = buf[p] === AMPERSAND ? nestedReferenceEnd(buf, p, c.code, c.names) : -1;
+      const byUrlRef = urlEscapedReferenceEnd(buf, p, c.code, c.names);
       const refDepth = spelledDepth;
       const ways =
         (byURL >= 0 ? 1 : 0) + (byJson >= 0 ? 1 : 0) + (byHtml >= 0 ? 1 : 0) + (byUrlRef >= 0 ? 1 : 0);
@@ -376,9 +408,9 @@ class Spelled implements Spelling {
           if (twice >= 0) add(twice, url);
         }
         if (buf[p] === AMPERSAND)
-          eachNestedReference(buf, p, (char, end) => char === c.code && add(end, url));
+          eachNestedReference(buf, p, (char, end) => char === c.code && add(end, url), c.names);
         if (mayStartUrlEscapedReference(buf, p))
-          eachUrlEscapedReference(buf, p, c.code, (end, depth) => add(end, Math.max(url, depth)));
+          eachUrlEscapedReference(buf, p, c.code, c.names, (end, depth) => add(end, Math.max(url, depth)));
       }
       if (nextEnds.length === 0) return unfinished ? UNFINISHED : NOT_HERE;
       ends = nextEnds;
@@ -420,7 +452,7 @@ function ampersandMayStart(buf: Buffer, at: number, code: number): boolean {
   let q = at + 1;
   for (let k = 1; k < REFERENCE_READINGS && isAmpName(buf, q); k++) q += buf[q + 3] === 0x3b ? 4 : 3;
   const after = buf[q]!;
-  return after === 0x23 || NAME_STARTS.get(code)?.[after] === 1;
+  return after === 0x23 || nameStarts(code)?.[after] === 1;
 }
 
 /** What a walk that found nothing says (shared: most places tried find nothing). */
@@ -478,23 +510,24 @@ function eachUrlEscapedReference(
   buf: Buffer,
   p: number,
   code: number,
+  names: Names,
   on: (end: number, depth: number) => void,
 ): void {
-  eachUrlEscapedReading(buf, p, (char, end, depth) => char === code && on(end, depth));
+  eachUrlEscapedReading(buf, p, (char, end, depth) => char === code && on(end, depth), names);
 }
 
 /**
  * The deepest end eachUrlEscapedReference gives for `code` at `p`, or -1; sets spelledDepth to
  * the times its escapes were escaped.
  */
-function urlEscapedReferenceEnd(buf: Buffer, p: number, code: number): number {
+function urlEscapedReferenceEnd(buf: Buffer, p: number, code: number, names: Names): number {
   if (!mayStartUrlEscapedReference(buf, p)) {
     spelledDepth = 0;
     return -1;
   }
   let end = -1;
   let depth = 0;
-  eachUrlEscapedReference(buf, p, code, (e, d) => {
+  eachUrlEscapedReference(buf, p, code, names, (e, d) => {
     if (e > end) {
       end = e;
       depth = d;

@@ -6,7 +6,13 @@
  * its own so the two that import it import nothing of each other.
  */
 
-import { eachNestedReference, LONGEST_NESTED_REFERENCE, REFERENCE_READINGS } from "../htmlReferences.js";
+import {
+  eachNestedReference,
+  LONGEST_NESTED_ANY_REFERENCE,
+  LONGEST_NESTED_REFERENCE,
+  type Names,
+  REFERENCE_READINGS,
+} from "../htmlReferences.js";
 
 /** A place where a value is spelled, and the placeholder that goes there. */
 export interface Match {
@@ -52,9 +58,16 @@ export const URL_DEPTH = 1 + REFERENCE_READINGS;
 /**
  * The most bytes one character of a value takes in any of its spellings: four UTF-8 bytes
  * URL-escaped URL_DEPTH times (`%2525252525F0…`), or an HTML reference written with references
- * (LONGEST_NESTED_REFERENCE), or a surrogate pair JSON-escaped twice (`\\ud83d\\ude00`).
+ * (LONGEST_NESTED_REFERENCE; for a character outside ASCII, named by any name HTML defines, its
+ * last reading `&CounterClockwiseContourIntegral;`: LONGEST_NESTED_ANY_REFERENCE), or a surrogate
+ * pair JSON-escaped twice (`\\ud83d\\ude00`).
  */
-export const LONGEST_CHAR = Math.max(4 * (1 + 2 * URL_DEPTH), LONGEST_NESTED_REFERENCE, 14);
+export const LONGEST_CHAR = Math.max(
+  4 * (1 + 2 * URL_DEPTH),
+  LONGEST_NESTED_REFERENCE,
+  LONGEST_NESTED_ANY_REFERENCE,
+  14,
+);
 
 export const PERCENT = 0x25;
 export const BACKSLASH = 0x5c;
@@ -90,6 +103,7 @@ export function eachUrlEscapedReading(
   buf: Buffer,
   p: number,
   on: (char: number, end: number, depth: number) => void,
+  names: Names = "ascii",
 ): void {
   if (!mayStartUrlEscapedReference(buf, p)) return;
   const limit = Math.min(buf.length, p + LONGEST_CHAR);
@@ -116,9 +130,14 @@ export function eachUrlEscapedReading(
     n++;
     q = next;
   }
-  eachNestedReference(readBytes.subarray(0, n), 0, (char, end) => {
-    if (readDepths[end - 1]! > 0) on(char, readEnds[end - 1]!, readDepths[end - 1]!);
-  });
+  eachNestedReference(
+    readBytes.subarray(0, n),
+    0,
+    (char, end) => {
+      if (readDepths[end - 1]! > 0) on(char, readEnds[end - 1]!, readDepths[end - 1]!);
+    },
+    names,
+  );
 }
 
 /**
