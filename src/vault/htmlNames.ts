@@ -4,7 +4,8 @@
  * (src/vault/referenceSpelling.ts): a template writes `é` as `&eacute;` (PHP's htmlentities, and any
  * that escapes every character it has a name for), `½` as `&frac12;`, a non-breaking space as
  * `&nbsp;`. src/vault/htmlReferences.ts keeps the names of ASCII characters (NAMED), which the
- * egress proxy's echo check reads too; these are read by the scrubber alone.
+ * egress proxy's echo check reads for a value's ASCII characters; these it reads for a value's
+ * characters outside ASCII (src/vault/egress/charSpelling.ts, Char.names).
  *
  * Generated, not written: `python3 -c 'import html.entities as e; print(",".join(f"{k[:-1]}:{ord(v):x}"
  * for k, v in sorted(e.html5.items()) if k.endswith(";") and len(v) == 1))'`. Left out: the 93

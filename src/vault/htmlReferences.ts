@@ -12,8 +12,9 @@
  * HTML's parser reads without one too (LEGACY: `&amp`, `&lt`, `&quot`…, the longest that starts
  * the letters there, as `&ampx` reads `&x`); with `names` "all" (the scrubber of server output),
  * every name HTML defines for one character and every legacy name (src/vault/htmlNames.ts:
- * `&eacute;`, `&frac12`: the echo check reads them for a value's characters outside ASCII). And a reference written with references, to REFERENCE_READINGS readings
- * (eachNestedReference: `&amp;#43;`, an HTML page escaped again, reads `+`). Not read: a numeric
+ * `&eacute;`, `&frac12`: the echo check reads them for a value's characters outside ASCII).
+ * And a reference written with references, to REFERENCE_READINGS readings (eachNestedReference:
+ * `&amp;#43;`, an HTML page escaped again, reads `+`). Not read: a numeric
  * reference of more digits; with "ascii", a name for a character outside ASCII.
  */
 
