@@ -59,30 +59,37 @@ function appendRuns(stateDir: string, n: number): void {
  */
 function appendUnopenable(stateDir: string): number {
   const db = openStore(stateDir);
-  const head = db.prepare("SELECT seq, record FROM audit_records ORDER BY seq DESC LIMIT 1").get() as {
-    seq: number;
-    record: Buffer;
-  };
-  const keyring = JSON.parse(readFileSync(join(stateDir, "keyring.json"), "utf8")) as {
-    audit: { keyId: string };
-  };
-  const seq = head.seq + 1;
-  const header = encodeHeader({
-    v: 1,
-    seq,
-    prev: createHash("sha256").update(head.record).digest("hex"),
-    time: new Date().toISOString(),
-    type: "run_started",
-    writer: `01${"Z".repeat(24)}`,
-    pid: process.pid,
-    key: keyring.audit.keyId,
-    epk: randomBytes(32).toString("base64url"),
-    nonce: randomBytes(12).toString("base64url"),
-  });
-  db.prepare("INSERT INTO audit_records (seq, record) VALUES (?, ?)").run(
-    seq,
-    Buffer.concat([Buffer.from(header, "latin1"), Buffer.from([0x0a]), randomBytes(96)]),
-  );
+  // the head read and the row inserted in one write transaction: the gateway may append at the
+  // same moment (a call's result is recorded after its answer is sent)
+  const seq = db
+    .transaction(() => {
+      const head = db.prepare("SELECT seq, record FROM audit_records ORDER BY seq DESC LIMIT 1").get() as {
+        seq: number;
+        record: Buffer;
+      };
+      const keyring = JSON.parse(readFileSync(join(stateDir, "keyring.json"), "utf8")) as {
+        audit: { keyId: string };
+      };
+      const seq = head.seq + 1;
+      const header = encodeHeader({
+        v: 1,
+        seq,
+        prev: createHash("sha256").update(head.record).digest("hex"),
+        time: new Date().toISOString(),
+        type: "run_started",
+        writer: `01${"Z".repeat(24)}`,
+        pid: process.pid,
+        key: keyring.audit.keyId,
+        epk: randomBytes(32).toString("base64url"),
+        nonce: randomBytes(12).toString("base64url"),
+      });
+      db.prepare("INSERT INTO audit_records (seq, record) VALUES (?, ?)").run(
+        seq,
+        Buffer.concat([Buffer.from(header, "latin1"), Buffer.from([0x0a]), randomBytes(96)]),
+      );
+      return seq;
+    })
+    .immediate();
   db.close();
   return seq;
 }

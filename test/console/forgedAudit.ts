@@ -69,19 +69,23 @@ function forgedRecord(stateDir: string, seq: number, prev: string, fields: Forge
 export function appendForged(stateDir: string, fields: Forged & { breaks?: boolean }): number {
   const db = openStore(stateDir);
   try {
-    const head = db.prepare("SELECT seq, record FROM audit_records ORDER BY seq DESC LIMIT 1").get() as {
-      seq: number;
-      record: Buffer;
-    };
-    const prev = fields.breaks
-      ? randomBytes(32).toString("hex")
-      : createHash("sha256").update(head.record).digest("hex");
-    const seq = head.seq + 1;
-    db.prepare("INSERT INTO audit_records (seq, record) VALUES (?, ?)").run(
-      seq,
-      forgedRecord(stateDir, seq, prev, fields),
-    );
-    return seq;
+    // the head read and the row inserted in one write transaction: a gateway appending at the
+    // same moment (a call's result is recorded after its answer is sent) comes before or after,
+    // never between (the store refused the row: "appended at the head only", in a CI run)
+    return db
+      .transaction(() => {
+        const head = headOf(db);
+        const prev = fields.breaks
+          ? randomBytes(32).toString("hex")
+          : createHash("sha256").update(head.record).digest("hex");
+        const seq = head.seq + 1;
+        db.prepare("INSERT INTO audit_records (seq, record) VALUES (?, ?)").run(
+          seq,
+          forgedRecord(stateDir, seq, prev, fields),
+        );
+        return seq;
+      })
+      .immediate();
   } finally {
     db.close();
   }
@@ -94,23 +98,30 @@ export function appendForged(stateDir: string, fields: Forged & { breaks?: boole
 export function appendForgedMany(stateDir: string, all: readonly Forged[]): number[] {
   const db = openStore(stateDir);
   try {
-    const head = db.prepare("SELECT seq, record FROM audit_records ORDER BY seq DESC LIMIT 1").get() as {
-      seq: number;
-      record: Buffer;
-    };
     const insert = db.prepare("INSERT INTO audit_records (seq, record) VALUES (?, ?)");
-    return db.transaction(() => {
-      let { seq, record } = head;
-      return all.map((fields) => {
-        seq += 1;
-        record = forgedRecord(stateDir, seq, createHash("sha256").update(record).digest("hex"), fields);
-        insert.run(seq, record);
-        return seq;
-      });
-    })();
+    // (the head read inside the write transaction, as appendForged's)
+    return db
+      .transaction(() => {
+        let { seq, record } = headOf(db);
+        return all.map((fields) => {
+          seq += 1;
+          record = forgedRecord(stateDir, seq, createHash("sha256").update(record).digest("hex"), fields);
+          insert.run(seq, record);
+          return seq;
+        });
+      })
+      .immediate();
   } finally {
     db.close();
   }
+}
+
+/** The audit log's last row. */
+function headOf(db: ReturnType<typeof openStore>): { seq: number; record: Buffer } {
+  return db.prepare("SELECT seq, record FROM audit_records ORDER BY seq DESC LIMIT 1").get() as {
+    seq: number;
+    record: Buffer;
+  };
 }
 
 /**
