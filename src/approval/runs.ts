@@ -162,15 +162,18 @@ export function newRun(
   return run;
 }
 
-/** Stores a run made by newRun, as started by this process. */
-export function insertRun(db: Store, run: Run): void {
+/**
+ * Stores a run made by newRun, as started by this process; `startSeq`, the seq of its
+ * `run_started` when the row is written in the transaction that appends it (src/cli/agentRun.ts).
+ */
+export function insertRun(db: Store, run: Run, startSeq: number | null = null): void {
   // Where this pid and start time mean something: a reader elsewhere (another PID namespace)
   // must not take them for its own processes (src/identity/procLiveness.ts).
   const place = recordedPlace();
   db.prepare(
     `INSERT INTO runs (run, server_label, gateway_pid, gateway_pid_start, gateway_pid_ns, gateway_boot,
-                       chain_json, chain_digest, started_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+                       chain_json, chain_digest, started_at, start_seq)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   ).run(
     run.run,
     run.serverLabel,
@@ -181,6 +184,7 @@ export function insertRun(db: Store, run: Run): void {
     JSON.stringify(run.chain),
     run.chainDigest,
     run.startedAt,
+    startSeq,
   );
 }
 

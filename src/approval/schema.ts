@@ -184,3 +184,21 @@ export const callWaitMigration: Migration = {
     ALTER TABLE approval_requests ADD COLUMN call_wait_at TEXT;
   `,
 };
+
+/**
+ * The seq of a run's own `run_started` in the audit log, as the gateway that started it writes its
+ * row: in the transaction that appends that record (src/cli/agentRun.ts), so the two never
+ * disagree. The Audit page opens that record for a run served now instead of looking for its
+ * start among every start carrying the gateway's pid, which any process of the user can append by
+ * the thousand (src/console/servedStarts.ts); it believes it only when the record there opens and
+ * starts that run under that pid. Null in rows written before this migration, by an older
+ * portcullis's gateway still running after it, and by startRun (no record): such a run's start is
+ * looked for as before.
+ */
+export const runStartSeqMigration: Migration = {
+  version: 21,
+  owner: "approval (run start seq)",
+  sql: `
+    ALTER TABLE runs ADD COLUMN start_seq INTEGER;
+  `,
+};

@@ -39,11 +39,17 @@ export interface Appended {
   hash: string;
 }
 
+/**
+ * What must still hold when a record is written, read under the write lock with the seq the record
+ * will have (a run's row records its start's: src/cli/agentRun.ts).
+ */
+export type AppendCondition = (seq: number) => boolean;
+
 /** An event ready to be sealed, and what must still hold when it is written. */
 interface Sealable {
   type: string;
   plaintext: Buffer;
-  condition?: (() => boolean) | undefined;
+  condition?: AppendCondition | undefined;
   /** a writer session of its own (the approver key pin: src/approval/pin.ts) */
   session?: SealingSession;
 }
@@ -180,8 +186,9 @@ export class AuditLog {
       const seqs: number[] = [];
       const records: StoredRecord[] = [];
       const appended = items.map((it) => {
-        // A condition is read here, under the write lock, atomically with the record.
-        if (it.condition && !it.condition()) return null;
+        // A condition is read here, under the write lock, atomically with the record, told the
+        // seq the record takes (inserted below, in this transaction, or rolled back with it).
+        if (it.condition && !it.condition((head?.seq ?? 0) + 1)) return null;
         const record = this.link(it, head);
         head = { seq: (head?.seq ?? 0) + 1, hash: recordHash(record) };
         seqs.push(head.seq);
@@ -330,7 +337,7 @@ export class AuditLog {
    * tries again later.
    */
   appendIf(
-    items: readonly { event: AuditEvent; condition?: () => boolean }[],
+    items: readonly { event: AuditEvent; condition?: AppendCondition }[],
     opts: { relaxed?: boolean; waitMs?: number } = {},
   ): (Appended | null)[] {
     const sealable = items.map(({ event, condition }): Sealable => {
@@ -364,7 +371,7 @@ export class AuditLog {
   appendInOwnSessionIf(
     e: AuditEvent,
     ephemeralPrivate: KeyObject,
-    condition?: () => boolean,
+    condition?: AppendCondition,
   ): Appended | null {
     assertAuditable(e);
     // A fresh look at the store's files, not the cached loss commit() reads: these records (an

@@ -97,9 +97,10 @@ export function beginAgentRun(
       chainDigest: run.chainDigest,
       agent: run.chain,
     },
-    () => {
+    (seq) => {
       try {
-        insertRun(store, run);
+        // the start's seq with the row: the Audit page opens that record for a run served now
+        insertRun(store, run, seq);
       } catch (e) {
         refused = e;
         throw e;

@@ -6,8 +6,9 @@
  * Any process of the user can append thousands of runs to the log (records are sealed to the
  * public key), and the page opened every record to show 25 of them. It now reads which runs there
  * are and in what order from the records' clear headers (each run's `run_started`, by seq), opens
- * the start records of the runs whose gateway runs now (found by the gateway's pid, which their
- * headers carry), and then only the records that can concern the runs of the page
+ * the start records of the runs whose gateway runs now (the one each run's row records, and those
+ * whose headers carry the gateway's pid: src/console/servedStarts.ts), and then only the records
+ * that can concern the runs of the page
  * (src/audit/clearRecords.ts): what it shows, and what it needs to order and count them. A record
  * elsewhere in the log is hashed with the chain, never opened here (`portcullis audit sessions`
  * opens every one, and refuses a log with one that does not open).
@@ -35,30 +36,7 @@ import { redactEvent, redactText } from "../util/redact.js";
 import { runsServedNow, SESSIONS_SHOWN } from "./auditSessions.js";
 import { type AuditPageData, auditViews, type LeftOutRecord } from "./pages.js";
 import { recordsAboutRuns } from "./recordsAboutRuns.js";
-
-/**
- * Start records opened at most to find the runs served now among those whose header names a
- * served gateway's pid: a writer can give its records any pid, that one too, and each start of a
- * writer of its own costs a key agreement to open.
- */
-const SERVED_STARTS_OPENED = 1000;
-
-/**
- * Which of the starts whose header names a served gateway's pid (in log order) are opened: all of
- * them up to SERVED_STARTS_OPENED, past that the earliest half and the latest half. The latest
- * only (as before) let any process push the running gateway's start out of reach: it reads the
- * pid from the store and appends 1,000 starts carrying it, and the human's run was listed by date,
- * not as running (test/console/hostile-forged-served-starts.test.ts). A start is in the log before
- * every record appended after it, so such a flood cannot push it out of the earliest half; the
- * latest half keeps in reach the runs a long-lived gateway (over HTTP) starts after many of its
- * own. Which run is served is still the store's row and the live process's word, never a start's:
- * the budget only bounds where its start is looked for.
- */
-export function servedStartsToOpen<T>(starts: readonly T[]): readonly T[] {
-  if (starts.length <= SERVED_STARTS_OPENED) return starts;
-  const half = SERVED_STARTS_OPENED / 2;
-  return [...starts.slice(0, half), ...starts.slice(starts.length - half)];
-}
+import { servedRunStarts } from "./servedStarts.js";
 
 export function auditData(
   db: Store,
@@ -146,28 +124,22 @@ function auditPage(
 
   // every run the log starts, the latest first; those whose gateway runs now before the others
   const starts = clear.filter((r) => r.type === "run_started").reverse();
-  const served = runsServedNow(db);
-  const servedPids = new Set(served.values());
-  // opened in log order, then taken the latest first, as the table orders runs
-  const candidates = [
-    ...servedStartsToOpen(clear.filter((r) => r.type === "run_started" && servedPids.has(r.pid))),
-  ].reverse();
-  open(candidates);
-  // A served run is one slot of the table, with every start that names it under its gateway's
-  // pid: a start another process appended naming that run (it can read the run and pid from the
-  // store) then adds its writer's records to the run, as `audit sessions` merges them, and never
-  // takes the place of the gateway's own. A start that does not open names no run: it is no
-  // served run, whatever pid its header carries.
-  const servedSlots = new Map<string, ClearRecord[]>();
-  for (const s of candidates) {
-    const run = runOf(s);
-    if (run === null || served.get(run) !== s.pid) continue;
-    const slot = servedSlots.get(run) ?? [];
-    slot.push(s);
-    servedSlots.set(run, slot);
-  }
-  const inServed = new Set([...servedSlots.values()].flat());
-  const slots = [...servedSlots.values(), ...starts.filter((s) => !inServed.has(s)).map((s) => [s])];
+  // The served runs' starts (src/console/servedStarts.ts): the one each row records, believed once
+  // it starts that run under that pid, and those carrying a served gateway's pid that name one of
+  // them. A served run is one slot of the table, with every start so found: a start another
+  // process appended naming that run adds its writer's records to the run, as `audit sessions`
+  // merges them, and never takes the place of the gateway's own.
+  const servedSlots = servedRunStarts(
+    clear,
+    runsServedNow(db),
+    (r) => {
+      const o = openOne(r);
+      return "event" in o ? o : null;
+    },
+    runNamed,
+  );
+  const inServed = new Set(servedSlots.flat());
+  const slots = [...servedSlots, ...starts.filter((s) => !inServed.has(s)).map((s) => [s])];
   const page = slots.slice(from, from + SESSIONS_SHOWN);
   const pageStarts = page.flat();
 

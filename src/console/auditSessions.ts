@@ -18,15 +18,26 @@ import { storedText } from "./storedText.js";
 export const SESSIONS_SHOWN = 25;
 
 /**
- * The runs the store says are not ended whose gateway runs now, with that gateway's pid: not
- * provably gone, and, when alive here, a portcullis `run` by its command line (a row naming a live
- * process of another program is no gateway's: src/console/gatewayProcesses.ts). One this process
- * cannot judge, in another PID namespace, counts.
+ * A run served now: its gateway's pid, and the seq of its own start as its row records it (null
+ * when it records none: a row from before migration 21, or not a positive whole number). Only
+ * where to look: src/console/servedStarts.ts believes the seq once the record there starts that
+ * run under that pid.
  */
-export function runsServedNow(db: Store): Map<string, number> {
+export interface ServedRun {
+  pid: number;
+  startSeq: number | null;
+}
+
+/**
+ * The runs the store says are not ended whose gateway runs now: not provably gone, and, when alive
+ * here, a portcullis `run` by its command line (a row naming a live process of another program is
+ * no gateway's: src/console/gatewayProcesses.ts). One this process cannot judge, in another PID
+ * namespace, counts.
+ */
+export function runsServedNow(db: Store): Map<string, ServedRun> {
   const rows = db
     .prepare(
-      "SELECT run, gateway_pid, gateway_pid_start, gateway_pid_ns, gateway_boot FROM runs WHERE ended_at IS NULL",
+      "SELECT run, gateway_pid, gateway_pid_start, gateway_pid_ns, gateway_boot, start_seq FROM runs WHERE ended_at IS NULL",
     )
     .all() as {
     run: unknown;
@@ -34,14 +45,21 @@ export function runsServedNow(db: Store): Map<string, number> {
     gateway_pid_start: string | null;
     gateway_pid_ns: string | null;
     gateway_boot: string | null;
+    start_seq: unknown;
   }[];
   const running = runningGatewayCheck();
-  const out = new Map<string, number>();
+  const out = new Map<string, ServedRun>();
   for (const r of rows) {
     if (typeof r.run !== "string" || !Number.isSafeInteger(r.gateway_pid)) continue;
     const pid = r.gateway_pid as number;
-    if (running({ pid, start: r.gateway_pid_start, pidNs: r.gateway_pid_ns, boot: r.gateway_boot }))
-      out.set(r.run, pid);
+    if (!running({ pid, start: r.gateway_pid_start, pidNs: r.gateway_pid_ns, boot: r.gateway_boot }))
+      continue;
+    // any column can be written with SQL: a seq that is no positive whole number is none
+    const seq = r.start_seq;
+    out.set(r.run, {
+      pid,
+      startSeq: Number.isSafeInteger(seq) && (seq as number) > 0 ? (seq as number) : null,
+    });
   }
   return out;
 }

@@ -1,4 +1,5 @@
 import type { AuditEvent, AuditLog } from "../audit/index.js";
+import type { AppendCondition } from "../audit/log.js";
 import { safeText } from "../catalog/text.js";
 import { BRIEF_WAIT_MS, busyTimeoutMs, isBusy, writeProblem, writeRefused } from "../store/db.js";
 import { cutShort } from "../util/cut.js";
@@ -8,7 +9,7 @@ import type { OpenIntents } from "./openIntents.js";
 
 interface Queued {
   event: GatewayEvent;
-  condition?: () => boolean;
+  condition?: AppendCondition;
   done?: { resolve: (written: boolean) => void; reject: (e: Error) => void };
 }
 
@@ -303,12 +304,12 @@ export function auditSink(
   // A call's intent (or a guarded read's: request_forwarded) opens its row in the open-intents
   // table, its end closes it: inside the transaction that writes the record (a condition runs
   // there), so the two never disagree.
-  const tracked = (q: Queued): (() => boolean) | undefined => {
+  const tracked = (q: Queued): AppendCondition | undefined => {
     const e = q.event as AuditEvent;
     if (!intents) return q.condition;
     if (e.type === "tool_called" || e.type === "request_forwarded")
-      return () => {
-        if (q.condition && !q.condition()) return false;
+      return (seq) => {
+        if (q.condition && !q.condition(seq)) return false;
         intents.opened(e);
         return true;
       };

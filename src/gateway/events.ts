@@ -1,3 +1,5 @@
+import type { AppendCondition } from "../audit/log.js";
+
 /**
  * What the gateway reports happened. Every event goes to the audit log (when
  * one is attached) and the server-lifecycle ones also to the status table.
@@ -12,15 +14,16 @@ export interface EventSink {
   /**
    * best effort: a failure is logged, never fatal; written with the next group. With a
    * `condition`, read under the audit log's write lock just before the record is written: false
-   * writes nothing (how a record is written once when several processes may write it).
+   * writes nothing (how a record is written once when several processes may write it). It is told
+   * the seq the record takes (a run's row records its start's).
    */
-  emit(e: GatewayEvent, condition?: () => boolean): void;
+  emit(e: GatewayEvent, condition?: AppendCondition): void;
   /**
    * durable: resolves true once the record is on disk; rejects when it cannot be written (then
    * the call is refused). With a `condition`, read under the audit log's write lock just before
    * the record is written: false resolves false, and nothing is written.
    */
-  emitDurable(e: GatewayEvent, condition?: () => boolean): Promise<boolean>;
+  emitDurable(e: GatewayEvent, condition?: AppendCondition): Promise<boolean>;
   /** writes whatever is still queued (at shutdown) */
   flush(): void;
 }

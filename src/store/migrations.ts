@@ -9,6 +9,7 @@ import {
   passkeysMigration,
   reviewDigestMigration,
   runPlaceMigration,
+  runStartSeqMigration,
   signedDecisionsMigration,
 } from "../approval/schema.js";
 import { openIntentsWithoutRowid } from "../gateway/openIntentsSchema.js";
@@ -116,4 +117,5 @@ export const migrations: Migration[] = [
   gatewayPlaceMigration,
   callWaitMigration,
   gatewaySchemaVersionMigration,
+  runStartSeqMigration,
 ];
