@@ -4,25 +4,18 @@
 // the Activity table, the human's gateway's run first and the rest after it, or after all of them
 // once it starts later. It now draws 25, the runs whose gateway still runs first, then the latest
 // started, says how many there are and offers the next ones (the proof held, or the passphrase).
-import type { Locator, Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { AuditLog } from "../../src/audit/log.js";
 import { openStore } from "../../src/store/db.js";
 import { browserSuite } from "../helpers/browser.js";
 import { TEST_PASSPHRASE } from "../helpers/state.js";
-import { consoleGateway, loginWithBrowser, startConsoleProcess, TRANSFER_TOOL } from "./helpers.js";
+import { openAuditPage } from "./auditPageKit.js";
+import { consoleGateway, startConsoleProcess, TRANSFER_TOOL } from "./helpers.js";
 
 const suite = browserSuite();
 const { cleanup } = suite;
 
 const FORGED = 3000;
-
-/** The run column of the Sessions table's rows. */
-function sessionRuns(page: Page): Locator {
-  return page
-    .locator("section", { has: page.locator("h2", { hasText: /^Sessions$/ }) })
-    .locator("tbody tr td:first-child code");
-}
 
 /** `n` runs of its own appended to the audit log, as any process of the user can. */
 function appendRuns(stateDir: string, n: number): string {
@@ -48,11 +41,7 @@ describe("thousands of runs appended to the audit log", () => {
     const c = await startConsoleProcess(stateDir);
     cleanup.push(() => c.stop());
     const page = suite.browser.page;
-    await loginWithBrowser(page, `${c.url}/audit`);
-    await page.getByTestId("audit-proof").fill(TEST_PASSPHRASE);
-    await page.getByRole("button", { name: "Open the audit" }).click();
-    const runs = sessionRuns(page);
-    await runs.first().waitFor();
+    const runs = await openAuditPage(page, c.url);
     expect(await runs.count()).toBe(25);
     expect(await runs.first().textContent()).toBe(realRun);
     // then the latest started: the last appended
@@ -77,10 +66,7 @@ describe("thousands of runs appended to the audit log", () => {
     const c = await startConsoleProcess(stateDir, ["--proof-window", "0"]);
     cleanup.push(() => c.stop());
     const page = suite.browser.page;
-    await loginWithBrowser(page, `${c.url}/audit`);
-    await page.getByTestId("audit-proof").fill(TEST_PASSPHRASE);
-    await page.getByRole("button", { name: "Open the audit" }).click();
-    const runs = sessionRuns(page);
+    const runs = await openAuditPage(page, c.url);
     await expect.poll(() => runs.first().textContent()).toBe(realRun);
     await page.getByTestId("sessions-next-proof").fill(TEST_PASSPHRASE);
     await page.getByTestId("sessions-next").click();
