@@ -5,52 +5,33 @@
 // line is said once while nothing it says changes, not at every tick of the watch; and once the
 // lock is let go the watch closes the request by itself and says so (`{"change":"closed",
 // "state":"expired"}`), though nothing in the store changed to wake it. Real processes: a gateway
-// SIGKILLed with a request pending, a lock holder with its own SQLite connection, the watch.
-import { type ChildProcess, spawn } from "node:child_process";
+// SIGKILLed with a request pending, a lock holder with its own SQLite connection, the watch (the
+// kit test/helpers/unwritableStoreWatch.ts shares with the read-only and full-disk watches).
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { abandonedRequest } from "../helpers/abandonedRequest.js";
-import { removeDir, sleep, waitFor } from "../helpers/files.js";
-import { hostEnv } from "../helpers/gateway.js";
+import { removeDir, waitFor } from "../helpers/files.js";
 import { holdStoreLock } from "../helpers/lock.js";
-import { CLI, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
 import { runAtTerminal } from "../helpers/terminal.js";
+import {
+  COULD_NOT_CLOSE,
+  closedOnceWritable,
+  listedButNotClosed,
+  stillSaidOnce,
+  watchStore,
+} from "../helpers/unwritableStoreWatch.js";
 
 const cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
 
-const SAID = "could not close abandoned approval requests";
+const SAID = COULD_NOT_CLOSE;
 
-function watch(stateDir: string, busyTimeoutMs = 300) {
-  const child: ChildProcess = spawn(NODE, [CLI, "approvals", "--watch", "--json", "--state-dir", stateDir], {
-    // the watch's sweep waits for the lock this long before it gives up (10 s by default)
-    env: hostEnv({ PORTCULLIS_BUSY_TIMEOUT_MS: String(busyTimeoutMs) }),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  child.stdout!.on("data", (c: Buffer) => {
-    out += c.toString();
-  });
-  child.stderr!.on("data", (c: Buffer) => {
-    err += c.toString();
-  });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  // its pipes read to their end too (the exit can come before the last of its output is read)
-  const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
-  cleanup.push(() => {
-    if (child.exitCode === null) child.kill("SIGKILL");
-  });
-  const lines = () =>
-    out
-      .split("\n")
-      .filter((l) => l.trim() !== "")
-      .map((l) => JSON.parse(l) as { change: string; request: unknown; state?: string });
-  return { child, lines, err: () => err, exited, closed };
-}
+/** The watch, its sweep waiting for the lock `busyTimeoutMs` before it gives up (10 s by default). */
+const watch = (stateDir: string, busyTimeoutMs = 300) =>
+  watchStore(stateDir, cleanup, { env: { PORTCULLIS_BUSY_TIMEOUT_MS: String(busyTimeoutMs) } });
 
 it("--watch: the could-not-close line said once while the lock holds; the lock let go, the request is closed and the watch says so", async () => {
   const stateDir = newStateDir();
@@ -61,41 +42,20 @@ it("--watch: the could-not-close line said once while the lock holds; the lock l
   cleanup.push(() => (held ? lock.release() : undefined));
 
   const w = watch(stateDir);
-  const pending = await waitFor(
-    () => w.lines().find((l) => l.change === "pending"),
-    20_000,
-    "the pending line",
-  );
-  expect((pending.request as { request: string }).request).toBe(request);
-  await waitFor(() => w.err().includes(SAID), 20_000, "the could-not-close line");
+  await listedButNotClosed(w, request, SAID);
   const db = join(stateDir, "portcullis.db");
   expect(w.err()).toContain(
     `portcullis approvals: ${SAID}: the store ${db} is locked by another process, and stayed locked while this one waited; 1 approval request that can no longer be decided`,
   );
   // several ticks of the watch (one every 500 ms, each trying the close again for 300 ms) with the
-  // lock still held and nothing else changing: the line is not said again
-  await sleep(4000);
-  expect(w.err().split(SAID)).toHaveLength(2);
-  expect(w.lines().filter((l) => l.change === "closed")).toEqual([]);
+  // lock still held and nothing else changing: the line is not said again, nothing is closed
+  await stillSaidOnce(w, SAID, 4000);
 
-  // the lock let go (no write of its own: nothing in the store changes to wake the watch)
+  // the lock let go (no write of its own: nothing in the store changes to wake the watch): the
+  // request closed in the list and on stderr, where the warning was said, that it no longer holds
   await lock.release();
   held = false;
-  const closed = await waitFor(
-    () => w.lines().find((l) => l.change === "closed"),
-    20_000,
-    "the closed line once the lock is let go",
-  );
-  expect(closed).toMatchObject({ change: "closed", request, state: "expired" });
-  // and on stderr, where the warning was said, that it no longer holds
-  await waitFor(() => w.err().includes("could be written again"), 20_000, "the closed-after-all line");
-  expect(w.err()).toContain(
-    `portcullis approvals: the store could be written again: closed 1 abandoned approval request: ${request}\n`,
-  );
-  expect(w.err().split(SAID)).toHaveLength(2);
-
-  w.child.kill("SIGINT");
-  expect(await w.exited).toBe(0);
+  await closedOnceWritable(w, request, SAID);
 });
 
 it("--watch at a terminal: the could-not-close line is said after the screen is cleared for the list, not wiped by it", async () => {

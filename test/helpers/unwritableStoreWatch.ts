@@ -1,6 +1,7 @@
-// `approvals --watch --json` over a store it cannot write (a read-only file, a full disk) holding
-// one request a dead gateway left pending (abandonedRequest.ts): what the watch must do whatever
-// the cause (test/store/read-only-watch.test.ts, test/store/hostile-disk-full-watch.test.ts).
+// `approvals --watch --json` over a store it cannot write (a read-only file, a full disk, a write
+// lock another process holds) holding one request a dead gateway left pending
+// (abandonedRequest.ts): what the watch must do whatever the cause (test/store/read-only-watch,
+// test/store/hostile-disk-full-watch, test/cli/approvals-watch-close-locked).
 // It lists the request as pending and says once, on stderr, what it could not close; while the
 // store stays unwritable nothing is closed and the line is not said again; once it can be
 // written the watch closes the request by itself, says so in its list and on stderr, ends 0 on
@@ -10,6 +11,9 @@ import { expect } from "vitest";
 import { sleep, waitFor } from "./files.js";
 import { hostEnv, runCli } from "./gateway.js";
 import { CLI, NODE } from "./paths.js";
+
+/** The line a sweep says when closing failed for another cause than a refused write (a held lock). */
+export const COULD_NOT_CLOSE = "could not close abandoned approval requests";
 
 type Cleanup = (() => Promise<void> | void)[];
 
@@ -25,6 +29,8 @@ export interface StoreWatch {
   err(): string;
   lines(): WatchLine[];
   exited: Promise<number | null>;
+  /** Its pipes read to their end too (the exit can come before the last of its output is read). */
+  closed: Promise<void>;
 }
 
 /** The watch started on `stateDir` (its env added to the host's; `as`: spawn options, another user's). */
@@ -47,6 +53,7 @@ export function watchStore(
     err += c.toString();
   });
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
   cleanup.push(() => {
     if (child.exitCode === null) child.kill("SIGKILL");
   });
@@ -55,7 +62,7 @@ export function watchStore(
       .split("\n")
       .filter((l) => l.trim() !== "")
       .map((l) => JSON.parse(l) as WatchLine);
-  return { stateDir, child, err: () => err, lines, exited };
+  return { stateDir, child, err: () => err, lines, exited, closed };
 }
 
 /** Waits for `request` listed as pending and for the line that says `cannot`, which names it not closed. */
@@ -94,7 +101,9 @@ export async function closedOnceWritable(w: StoreWatch, request: string, cannot:
     `portcullis approvals: the store could be written again: closed 1 abandoned approval request: ${request}\n`,
   );
   expect(w.err().split(cannot)).toHaveLength(2);
-  expect(w.err()).not.toContain("could not close abandoned approval requests");
+  // nor any other not-closed line beside the one that names the cause (for a held lock, the
+  // store's general line is that one)
+  if (!cannot.includes(COULD_NOT_CLOSE)) expect(w.err()).not.toContain(COULD_NOT_CLOSE);
 
   w.child.kill("SIGINT");
   expect(await w.exited).toBe(0);
