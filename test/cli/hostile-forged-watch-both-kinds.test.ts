@@ -5,15 +5,11 @@
 // by its command line, and one that does not vouch for the row), its message counts both (it
 // counted only the first kind). Linux only (elsewhere no gateway vouches). A real gateway in front
 // of the catalog fixture, real requests, forged rows written with SQLite, the CLI.
-import { spawn } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
-import { processStartTime } from "../../src/identity/proc.js";
-import { nextRequest, pending } from "../helpers/approvals.js";
+import { pending } from "../helpers/approvals.js";
 import { watchApprovalsJson } from "../helpers/approvalsWatch.js";
-import { makeCatalog } from "../helpers/catalog.js";
-import { catalogGateway } from "../helpers/catalogGateway.js";
 import { waitFor } from "../helpers/files.js";
-import { forgeInOtherRun, forgeInSameRun } from "../helpers/forgedRequests.js";
+import { decoyProcess, deployGateway, forgeInOtherRun, forgeInSameRun } from "../helpers/forgedRequests.js";
 import { runCli } from "../helpers/gateway.js";
 import { passphraseEnv } from "../helpers/state.js";
 
@@ -29,25 +25,8 @@ const SAME_RUN = "01M95GYS1Q2PM811SG8AHB299F";
 const OTHER_RUN = "01M95GYS1Q2PM811SG8AHB300G";
 
 async function gatewayWithRequest() {
-  const { gw, stateDir } = await catalogGateway(
-    makeCatalog([{ name: "deploy", inputSchema: { type: "object" } }]),
-    ["--label", "shell", "--approval", "per-call", "--approval-timeout", "60000"],
-    cleanup,
-  );
-  gw.client
-    .callTool({ name: "deploy", arguments: { note: "one" } }, undefined, { timeout: 90_000 })
-    .catch(() => {});
-  const real = await nextRequest(stateDir, new Set());
-  return { stateDir, real };
-}
-
-/** A live process of this user that is no portcullis: its pid and start time. */
-function decoy(): { pid: number; start: string } {
-  const child = spawn("sleep", ["120"], { stdio: "ignore" });
-  cleanup.push(() => void child.kill("SIGKILL"));
-  const start = processStartTime(child.pid!);
-  expect(start).not.toBeNull();
-  return { pid: child.pid!, start: start! };
+  const { stateDir, ask } = await deployGateway(cleanup);
+  return { stateDir, real: await ask("one") };
 }
 
 describe.skipIf(process.platform !== "linux")("forged rows beside a running gateway's request", () => {
@@ -75,8 +54,7 @@ describe.skipIf(process.platform !== "linux")("forged rows beside a running gate
   it("--next with nothing to take counts the rows passed by of both kinds", async () => {
     const { stateDir, real } = await gatewayWithRequest();
     forgeInSameRun(stateDir, real.request, SAME_RUN);
-    const sleep = decoy();
-    forgeInOtherRun(stateDir, real.request, OTHER_RUN, "forged-run-01", sleep.pid, sleep.start);
+    forgeInOtherRun(stateDir, real.request, OTHER_RUN, "forged-run-01", decoyProcess(cleanup));
     const denied = await cli(stateDir, ["deny", real.request]);
     expect(denied.code, denied.stderr).toBe(0);
     expect((await pending(stateDir)).map((p) => p.request).sort()).toEqual([OTHER_RUN, SAME_RUN].sort());

@@ -7,15 +7,10 @@
 // beside the one it took (docs/security.md, "`approve --next` takes only a portcullis gateway's
 // request"). Deny first stands: the passed-by request can still be denied (or approved) by its ID.
 // A real gateway in front of the catalog fixture with two real requests, a real `sleep`, the CLI.
-import { type ChildProcess, spawn } from "node:child_process";
-import { join } from "node:path";
-import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { processStartTime } from "../../src/identity/proc.js";
-import { nextRequest, pending } from "../helpers/approvals.js";
-import { makeCatalog } from "../helpers/catalog.js";
-import { catalogGateway } from "../helpers/catalogGateway.js";
+import { pending } from "../helpers/approvals.js";
 import { alive } from "../helpers/files.js";
+import { decoyProcess, deployGateway, forgeInOtherRun } from "../helpers/forgedRequests.js";
 import { runCli } from "../helpers/gateway.js";
 import { passphraseEnv } from "../helpers/state.js";
 
@@ -30,64 +25,15 @@ const cli = (stateDir: string, args: string[]) =>
 const FORGED_RUN = "forged-run-01";
 const FORGED_REQUEST = "01M95GYS1Q2PM811SG8AHB299F";
 
-/** A live process of this user that is no portcullis: its pid and start time. */
-function decoy(): { child: ChildProcess; pid: number; start: string } {
-  const child = spawn("sleep", ["120"], { stdio: "ignore" });
-  cleanup.push(() => void child.kill("SIGKILL"));
-  const start = processStartTime(child.pid!);
-  expect(start).not.toBeNull();
-  return { child, pid: child.pid!, start: start! };
-}
-
-/**
- * Copies `request` and its run into a forged run naming `pid` (with its start time) and a forged
- * request of it, dated a minute before the original, a call said to wait on it.
- */
-function forge(stateDir: string, request: string, pid: number, start: string): void {
-  const db = new Database(join(stateDir, "portcullis.db"));
-  try {
-    const row = db
-      .prepare("SELECT agent_run, created_at FROM approval_requests WHERE request = ?")
-      .get(request) as {
-      agent_run: string;
-      created_at: string;
-    };
-    const earlier = new Date(Date.parse(row.created_at) - 60_000).toISOString();
-    db.exec("CREATE TEMP TABLE r AS SELECT * FROM runs WHERE 0");
-    db.prepare("INSERT INTO r SELECT * FROM runs WHERE run = ?").run(row.agent_run);
-    db.prepare("UPDATE r SET run = ?, gateway_pid = ?, gateway_pid_start = ?").run(FORGED_RUN, pid, start);
-    db.exec("INSERT INTO runs SELECT * FROM r");
-    db.exec("CREATE TEMP TABLE q AS SELECT * FROM approval_requests WHERE 0");
-    db.prepare("INSERT INTO q SELECT * FROM approval_requests WHERE request = ?").run(request);
-    db.prepare(
-      // its review names the forged run too, as a gateway would have written it
-      "UPDATE q SET request = ?, agent_run = ?, created_at = ?, call_wait = 'waiting', call_wait_at = ?, review_json = json_set(review_json, '$.agentRun.run', ?)",
-    ).run(FORGED_REQUEST, FORGED_RUN, earlier, earlier, FORGED_RUN);
-    db.exec("INSERT INTO approval_requests SELECT * FROM q");
-  } finally {
-    db.close();
-  }
-}
-
 describe("approve --next with a forged request whose gateway is a live process that is no portcullis", () => {
   it("passes it by with a line saying so, takes the human's oldest and counts the newer; it is still decided by its ID", async () => {
-    const { gw, stateDir } = await catalogGateway(
-      makeCatalog([{ name: "deploy", inputSchema: { type: "object" } }]),
-      ["--label", "shell", "--approval", "per-call", "--approval-timeout", "60000"],
-      cleanup,
-    );
-    const seen = new Set<string>();
+    const { stateDir, ask } = await deployGateway(cleanup);
     // two calls with other arguments: two requests (the same call again would wait on the first)
-    const call = (note: string) =>
-      gw.client
-        .callTool({ name: "deploy", arguments: { note } }, undefined, { timeout: 90_000 })
-        .catch(() => {});
-    call("one");
-    const first = await nextRequest(stateDir, seen);
-    call("two");
-    const second = await nextRequest(stateDir, seen);
-    const sleep = decoy();
-    forge(stateDir, first.request, sleep.pid, sleep.start);
+    const first = await ask("one");
+    const second = await ask("two");
+    const sleep = decoyProcess(cleanup);
+    // a forged run naming the sleep as its gateway, and a request of it dated before the human's
+    forgeInOtherRun(stateDir, first.request, FORGED_REQUEST, FORGED_RUN, sleep);
     // the listing shows it (nothing in the row tells it from a gateway's), oldest
     expect((await pending(stateDir)).map((p) => p.request).sort()).toEqual(
       [FORGED_REQUEST, first.request, second.request].sort(),

@@ -12,10 +12,9 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { heldAbstractSockets } from "../../src/identity/proc.js";
-import { nextRequest, pending } from "../helpers/approvals.js";
-import { makeCatalog } from "../helpers/catalog.js";
-import { catalogGateway } from "../helpers/catalogGateway.js";
+import { pending } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
+import { deployGateway, forgeInSameRun } from "../helpers/forgedRequests.js";
 import { runCli } from "../helpers/gateway.js";
 import { passphraseEnv } from "../helpers/state.js";
 
@@ -28,28 +27,6 @@ const cli = (stateDir: string, args: string[]) =>
   runCli([...args, "--state-dir", stateDir], { env: passphraseEnv(), noTerminal: true });
 
 const FORGED_REQUEST = "01M95GYS1Q2PM811SG8AHB299F";
-
-/**
- * A copy of `request` under another id, in the same run (its gateway the real, running one), dated
- * a minute before it, a call said to wait on it, its review naming it as a gateway would have.
- */
-function forge(stateDir: string, request: string): void {
-  const db = new Database(join(stateDir, "portcullis.db"));
-  try {
-    const row = db.prepare("SELECT created_at FROM approval_requests WHERE request = ?").get(request) as {
-      created_at: string;
-    };
-    const earlier = new Date(Date.parse(row.created_at) - 60_000).toISOString();
-    db.exec("CREATE TEMP TABLE q AS SELECT * FROM approval_requests WHERE 0");
-    db.prepare("INSERT INTO q SELECT * FROM approval_requests WHERE request = ?").run(request);
-    db.prepare(
-      "UPDATE q SET request = ?, created_at = ?, call_wait = 'waiting', call_wait_at = ?, review_json = json_set(review_json, '$.request', ?, '$.createdAt', ?)",
-    ).run(FORGED_REQUEST, earlier, earlier, FORGED_REQUEST, earlier);
-    db.exec("INSERT INTO approval_requests SELECT * FROM q");
-  } finally {
-    db.close();
-  }
-}
 
 /** The pid of the gateway of `request`'s run, as its run row names it. */
 function gatewayPid(stateDir: string, request: string): number {
@@ -68,20 +45,13 @@ function gatewayPid(stateDir: string, request: string): number {
 
 describe.skipIf(process.platform !== "linux")("a forged request in a running gateway's run", () => {
   it("approve --next passes it by, saying its gateway does not vouch for it; the lists mark it; approve ID warns", async () => {
-    const { gw, stateDir } = await catalogGateway(
-      makeCatalog([{ name: "deploy", inputSchema: { type: "object" } }]),
-      ["--label", "shell", "--approval", "per-call", "--approval-timeout", "60000"],
-      cleanup,
-    );
-    const seen = new Set<string>();
-    gw.client
-      .callTool({ name: "deploy", arguments: { note: "one" } }, undefined, { timeout: 90_000 })
-      .catch(() => {});
-    const real = await nextRequest(stateDir, seen);
+    const { stateDir, ask } = await deployGateway(cleanup);
+    const real = await ask("one");
     // the gateway holds the mark of its request, and none of the forged one's
     const held = [...(heldAbstractSockets(gatewayPid(stateDir, real.request)) ?? [])];
     expect(held.filter((n) => n.startsWith(`portcullis-request/v1/${real.request}/`))).toHaveLength(1);
-    forge(stateDir, real.request);
+    // a copy of it under another id in the same run, dated before it
+    forgeInSameRun(stateDir, real.request, FORGED_REQUEST);
     const approvals = `'portcullis approvals --state-dir ${stateDir}'`;
 
     // the lists show both, the forged one marked
