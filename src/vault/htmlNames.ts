@@ -1,16 +1,19 @@
 /**
- * Every name HTML defines for a character (the HTML standard's table of named character
- * references, as Python's `html.entities.html5` lists it), for the scrubber of server output
+ * Every name HTML defines (the HTML standard's table of named character references, as Python's
+ * `html.entities.html5` lists it), for the scrubber of server output
  * (src/vault/referenceSpelling.ts): a template writes `é` as `&eacute;` (PHP's htmlentities, and any
  * that escapes every character it has a name for), `½` as `&frac12;`, a non-breaking space as
  * `&nbsp;`. src/vault/htmlReferences.ts keeps the names of ASCII characters (NAMED), which the
  * egress proxy's echo check reads for a value's ASCII characters; these it reads for a value's
- * characters outside ASCII (src/vault/egress/charSpelling.ts, Char.names).
+ * characters outside ASCII (src/vault/egress/charSpelling.ts, Char.names). And the 93 names HTML
+ * defines for two characters (PAIR_TABLE: `&fjlig;` for "fj", `&nvlt;` for `<` and U+20D2,
+ * `&ThickSpace;`), which an HTML reader decodes to both: both readers read them, the scrubber as
+ * the two characters, the echo check for two adjacent characters of a value (Char.pairsWithNext).
  *
  * Generated, not written: `python3 -c 'import html.entities as e; print(",".join(f"{k[:-1]}:{ord(v):x}"
- * for k, v in sorted(e.html5.items()) if k.endswith(";") and len(v) == 1))'`. Left out: the 93
- * names of two characters (`&fjlig;` for "fj", `&nvlt;` for `<` and a combining mark), which a
- * reader of one character per reference cannot give (docs/security.md).
+ * for k, v in sorted(e.html5.items()) if k.endswith(";") and len(v) == 1))'`, and PAIR_TABLE by
+ * `python3 -c 'import html.entities as e; print(",".join(f"{k[:-1]}:{ord(v[0]):x}.{ord(v[1]):x}"
+ * for k, v in sorted(e.html5.items()) if k.endswith(";") and len(v) == 2))'`.
  */
 
 /** `name:hex`, comma-separated: each name (without its `;`) and the code point it stands for. */
@@ -278,6 +281,32 @@ const TABLE =
   "j:200d,zwnj:200c";
 
 /**
+ * `name:hex.hex`, comma-separated: each name of two characters (without its `;`) and the code
+ * points of the two, in order. No character is the first of one such name and the second of
+ * another (the seconds are combining marks, a variation selector, U+200A and `j`), so two of them
+ * never overlap in a text: a reader of a value's pairs takes each at most once.
+ */
+const PAIR_TABLE =
+  "NotEqualTilde:2242.338,NotGreaterFullEqual:2267.338,NotGreaterGreater:226b.338,NotGreaterSlantEqua" +
+  "l:2a7e.338,NotHumpDownHump:224e.338,NotHumpEqual:224f.338,NotLeftTriangleBar:29cf.338,NotLessLess:" +
+  "226a.338,NotLessSlantEqual:2a7d.338,NotNestedGreaterGreater:2aa2.338,NotNestedLessLess:2aa1.338,No" +
+  "tPrecedesEqual:2aaf.338,NotRightTriangleBar:29d0.338,NotSquareSubset:228f.338,NotSquareSuperset:22" +
+  "90.338,NotSubset:2282.20d2,NotSucceedsEqual:2ab0.338,NotSucceedsTilde:227f.338,NotSuperset:2283.20" +
+  "d2,ThickSpace:205f.200a,acE:223e.333,bne:3d.20e5,bnequiv:2261.20e5,caps:2229.fe00,cups:222a.fe00,f" +
+  "jlig:66.6a,gesl:22db.fe00,gvertneqq:2269.fe00,gvnE:2269.fe00,lates:2aad.fe00,lesg:22da.fe00,lvertn" +
+  "eqq:2268.fe00,lvnE:2268.fe00,nGg:22d9.338,nGt:226b.20d2,nGtv:226b.338,nLl:22d8.338,nLt:226a.20d2,n" +
+  "Ltv:226a.338,nang:2220.20d2,napE:2a70.338,napid:224b.338,nbump:224e.338,nbumpe:224f.338,ncongdot:2" +
+  "a6d.338,nedot:2250.338,nesim:2242.338,ngE:2267.338,ngeqq:2267.338,ngeqslant:2a7e.338,nges:2a7e.338" +
+  ",nlE:2266.338,nleqq:2266.338,nleqslant:2a7d.338,nles:2a7d.338,notinE:22f9.338,notindot:22f5.338,np" +
+  "arsl:2afd.20e5,npart:2202.338,npre:2aaf.338,npreceq:2aaf.338,nrarrc:2933.338,nrarrw:219d.338,nsce:" +
+  "2ab0.338,nsubE:2ac5.338,nsubset:2282.20d2,nsubseteqq:2ac5.338,nsucceq:2ab0.338,nsupE:2ac6.338,nsup" +
+  "set:2283.20d2,nsupseteqq:2ac6.338,nvap:224d.20d2,nvge:2265.20d2,nvgt:3e.20d2,nvle:2264.20d2,nvlt:3" +
+  "c.20d2,nvltrie:22b4.20d2,nvrtrie:22b5.20d2,nvsim:223c.20d2,race:223d.331,smtes:2aac.fe00,sqcaps:22" +
+  "93.fe00,sqcups:2294.fe00,varsubsetneq:228a.fe00,varsubsetneqq:2acb.fe00,varsupsetneq:228b.fe00,var" +
+  "supsetneqq:2acc.fe00,vnsub:2282.20d2,vnsup:2283.20d2,vsubnE:2acb.fe00,vsubne:228a.fe00,vsupnE:2acc" +
+  ".fe00,vsupne:228b.fe00";
+
+/**
  * The names HTML's parser reads without their `;` too (its legacy names, every one of them for a
  * Latin-1 character), longest first: a reader takes the longest that starts the letters there.
  */
@@ -422,3 +451,37 @@ export const LONGEST_LEGACY_NAME = 6;
 
 /** The longest name of the table, in characters (`CounterClockwiseContourIntegral`). */
 export const LONGEST_ANY_NAME = 31;
+
+let pairs: Map<string, readonly [number, number]> | null = null;
+
+/** Every name of two characters (without its `;`) and the code points it stands for, read once. */
+export function allPairNames(): ReadonlyMap<string, readonly [number, number]> {
+  if (pairs === null) {
+    pairs = new Map();
+    for (const entry of PAIR_TABLE.split(",")) {
+      const colon = entry.indexOf(":");
+      const dot = entry.indexOf(".", colon);
+      pairs.set(entry.slice(0, colon), [
+        Number.parseInt(entry.slice(colon + 1, dot), 16),
+        Number.parseInt(entry.slice(dot + 1), 16),
+      ]);
+    }
+  }
+  return pairs;
+}
+
+/** The two code points the name `name` (without its `;`) stands for, if HTML defines it so. */
+export function namedPair(name: string): readonly [number, number] | undefined {
+  return allPairNames().get(name);
+}
+
+let pairKeys: Map<number, Set<number>> | null = null;
+
+/** Whether HTML defines a name for the two characters `first` and then `second` (`f`, `j`: `&fjlig;`). */
+export function pairHasName(first: number, second: number): boolean {
+  if (pairKeys === null) {
+    pairKeys = new Map();
+    for (const [a, b] of allPairNames().values()) pairKeys.set(a, (pairKeys.get(a) ?? new Set()).add(b));
+  }
+  return pairKeys.get(first)?.has(second) ?? false;
+}

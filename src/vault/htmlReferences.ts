@@ -12,13 +12,21 @@
  * HTML's parser reads without one too (LEGACY: `&amp`, `&lt`, `&quot`…, the longest that starts
  * the letters there, as `&ampx` reads `&x`); with `names` "all" (the scrubber of server output),
  * every name HTML defines for one character and every legacy name (src/vault/htmlNames.ts:
- * `&eacute;`, `&frac12`: the echo check reads them for a value's characters outside ASCII).
+ * `&eacute;`, `&frac12`: the echo check reads them for a value's characters outside ASCII), and
+ * every name HTML defines for two characters, read as both (`&fjlig;`, "fj": a reference's
+ * `second`; the echo check reads them for two adjacent characters of a value).
  * And a reference written with references, to REFERENCE_READINGS readings (eachNestedReference:
  * `&amp;#43;`, an HTML page escaped again, reads `+`). Not read: a numeric
  * reference of more digits; with "ascii", a name for a character outside ASCII.
  */
 
-import { LONGEST_ANY_NAME, LONGEST_LEGACY_NAME, legacyCodePoint, namedCodePoint } from "./htmlNames.js";
+import {
+  LONGEST_ANY_NAME,
+  LONGEST_LEGACY_NAME,
+  legacyCodePoint,
+  namedCodePoint,
+  namedPair,
+} from "./htmlNames.js";
 
 /**
  * The most digits read in one numeric reference (leading zeros included). HTML's parser reads any
@@ -114,8 +122,18 @@ export const LONGEST_NESTED_ANY_REFERENCE =
   (REFERENCE_READINGS - 1) * LONGEST_REFERENCE + Math.max(LONGEST_REFERENCE, 2 + LONGEST_ANY_NAME);
 
 /**
- * The reference that starts at `at` in `s` (its `&`), if complete: the character it stands for
- * and where it ends; null otherwise. A string is read by UTF-16 code units, a buffer by bytes
+ * What a reference reads: the character it stands for, the second one when it is a name of two
+ * characters (`&fjlig;`: `f`, then `j`; -1 for one), and where it ends.
+ */
+export interface Reference {
+  char: number;
+  second: number;
+  end: number;
+}
+
+/**
+ * The reference that starts at `at` in `s` (its `&`), if complete: what it reads (Reference);
+ * null otherwise. A string is read by UTF-16 code units, a buffer by bytes
  * (a reference is ASCII either way). With `bare` false, only a reference with its `;` (a reader
  * stricter than HTML's parser: what it leaves, `&#xa` before `aaa`, is read otherwise); with
  * `bare` "names", a legacy name without its `;` too but a number only with it (a reader between
@@ -127,7 +145,7 @@ export function referenceAt(
   at: number,
   bare: Bare = true,
   names: Names = "ascii",
-): { char: number; end: number } | null {
+): Reference | null {
   return unitAt(s, at) === 0x26 ? referenceAfterAmpersand(s, at + 1, bare, names) : null;
 }
 
@@ -135,37 +153,40 @@ export function referenceAt(
  * Each reading of the reference at `at`, as a reference written with references reads: the
  * reference there, and while it stands for `&`, the one that `&` starts with what follows it
  * (`&amp;#43;` reads `&` and then `&#43;`, `+`), up to REFERENCE_READINGS readings. `on` gets
- * each reading's character and end, shallowest first; nothing when there is no reference at `at`.
+ * each reading's character, end and second character (-1 but for a name of two, with "all"),
+ * shallowest first; nothing when there is no reference at `at`.
  */
 export function eachNestedReference(
   s: string | Uint8Array,
   at: number,
-  on: (char: number, end: number) => void,
+  on: (char: number, end: number, second: number) => void,
   names: Names = "ascii",
 ): void {
   let ref = referenceAt(s, at, true, names);
   for (let k = 0; ref !== null && k < REFERENCE_READINGS; k++) {
-    on(ref.char, ref.end);
+    on(ref.char, ref.end, ref.second);
     if (ref.char !== 0x26) return;
     ref = referenceAfterAmpersand(s, ref.end, true, names);
   }
 }
 
 /**
- * Where the deepest reading of the reference at `at` that stands for `char` ends
- * (eachNestedReference, without a callback: the egress proxy asks it at every `&` it walks), or
- * -1. Only `&` can be read so at more than one depth (every reading but the last is `&`).
+ * Where the deepest reading of the reference at `at` that stands for `char` (and then `second`,
+ * for a name of two characters; -1: `char` alone) ends (eachNestedReference, without a callback:
+ * the egress proxy asks it at every `&` it walks), or -1. Only `&` can be read so at more than
+ * one depth (every reading but the last is `&`).
  */
 export function nestedReferenceEnd(
   s: string | Uint8Array,
   at: number,
   char: number,
   names: Names = "ascii",
+  second = -1,
 ): number {
   let end = -1;
   let ref = referenceAt(s, at, true, names);
   for (let k = 0; ref !== null && k < REFERENCE_READINGS; k++) {
-    if (ref.char === char) end = ref.end;
+    if (ref.char === char && ref.second === second) end = ref.end;
     if (ref.char !== 0x26) break;
     ref = referenceAfterAmpersand(s, ref.end, true, names);
   }
@@ -182,8 +203,8 @@ export type Bare = boolean | "names";
 /**
  * Which names are read: those of ASCII characters (NAMED, LEGACY: the egress proxy's echo check,
  * for a character of a value that is ASCII, and its reading of base64), or every name HTML defines
- * for one character (src/vault/htmlNames.ts: the scrubber of server output, and the echo check
- * for a character of a value outside ASCII, `&eacute;`).
+ * (src/vault/htmlNames.ts: the scrubber of server output, and the echo check for a character of a
+ * value outside ASCII, `&eacute;`, and for two of a value that a name of two stands for, `&fjlig;`).
  */
 export type Names = "ascii" | "all";
 
@@ -192,7 +213,7 @@ function referenceAfterAmpersand(
   q0: number,
   bare: Bare = true,
   names: Names = "ascii",
-): { char: number; end: number } | null {
+): Reference | null {
   let q = q0;
   if (unitAt(s, q) === 0x23) {
     const x = unitAt(s, q + 1);
@@ -208,8 +229,8 @@ function referenceAfterAmpersand(
     // more digits than read: HTML's parser takes them all, a character not read here
     if (digits === 0 || digitValue(unitAt(s, q), hex) >= 0 || n > 0x10ffff) return null;
     // the `;` is the reference's when there; without it, the reference ends at its last digit
-    if (unitAt(s, q) === 0x3b) return { char: n, end: q + 1 };
-    return bare === true ? { char: n, end: q } : null;
+    if (unitAt(s, q) === 0x3b) return { char: n, second: -1, end: q + 1 };
+    return bare === true ? { char: n, second: -1, end: q } : null;
   }
   // the name's letters up to its `;`, read into a string only when the `;` is there (with every
   // name, its digits too: `&frac12;`, `&sup2`)
@@ -222,7 +243,10 @@ function referenceAfterAmpersand(
   if (unitAt(s, q) === 0x3b) {
     const name = typeof s === "string" ? s.slice(q0, q) : String.fromCharCode(...s.subarray(q0, q));
     const char = all ? namedCodePoint(name) : NAMED_CHAR.get(name)?.charCodeAt(0);
-    if (char !== undefined) return { char, end: q + 1 };
+    if (char !== undefined) return { char, second: -1, end: q + 1 };
+    // a name of two characters (`&fjlig;`): none is a legacy name, so none is read without `;`
+    const pair = all ? namedPair(name) : undefined;
+    if (pair !== undefined) return { char: pair[0], second: pair[1], end: q + 1 };
   }
   // a legacy name without its `;` (or before letters that make no name with one): the longest
   // that starts the letters, as HTML's parser reads `&ampx` as `&x`
@@ -233,13 +257,13 @@ function referenceAfterAmpersand(
       const name =
         typeof s === "string" ? s.slice(q0, q0 + len) : String.fromCharCode(...s.subarray(q0, q0 + len));
       const char = legacyCodePoint(name);
-      if (char !== undefined) return { char, end: q0 + len };
+      if (char !== undefined) return { char, second: -1, end: q0 + len };
     }
     return null;
   }
   for (const name of LEGACY)
     if (q - q0 >= name.length && startsWithAt(s, q0, name))
-      return { char: NAMED_CHAR.get(name)!.charCodeAt(0), end: q0 + name.length };
+      return { char: NAMED_CHAR.get(name)!.charCodeAt(0), second: -1, end: q0 + name.length };
   return null;
 }
 

@@ -3,7 +3,8 @@
  * has every percent spelling: each character as itself or as any reference to it (decimal or hex
  * in either case with leading zeros, with its `;` or without, any name HTML defines for it, a
  * legacy name without `;`), the reference's `&` itself written with references up to three times
- * (`&amp;#43;`, `&#38;#x2b;`: four readings in all, REFERENCE_READINGS).
+ * (`&amp;#43;`, `&#38;#x2b;`: four readings in all, REFERENCE_READINGS); and two adjacent
+ * characters that a name of two stands for as that name too (`fj` as `&fjlig;`).
  *
  * Why, beside the readings of src/vault/referenceSpelling.ts: those read the text as a whole, and
  * text before a value can end in an unfinished reference that takes the value's first character
@@ -16,30 +17,52 @@
  * or `\u`-escaped beside references after such text is not (docs/security.md).
  */
 
-import { allNames, LEGACY_NAMES } from "./htmlNames.js";
+import { allNames, allPairNames, LEGACY_NAMES } from "./htmlNames.js";
 import { escapeRegExp } from "./percentSpelling.js";
 
 /** What a reference's `&` may be written as, up to three times more (a reading each). */
 const AMPERSAND = "&(?:(?:amp|AMP);?|#0*38;?|#[xX]0*26;?){0,3}";
 
 let namesOf: Map<number, string[]> | null = null;
+/** the names of two characters, by the two (`fj`: `fjlig`) */
+let pairNamesOf: Map<string, string[]> | null = null;
 
-/** A regex source matching `value` with each character itself or any reference to it. */
+/**
+ * A regex source matching `value` with each character itself or any reference to it, and each
+ * two that a name of two characters stands for also as that name. (No character is the first of
+ * one such name and the second of another, src/vault/htmlNames.ts, so the pairs of a value never
+ * overlap and each is one alternation.)
+ */
 export function referencePattern(value: string): string {
-  if (namesOf === null) {
+  if (namesOf === null || pairNamesOf === null) {
     namesOf = new Map();
     for (const [name, cp] of allNames()) namesOf.set(cp, [...(namesOf.get(cp) ?? []), name]);
+    pairNamesOf = new Map();
+    for (const [name, [a, b]] of allPairNames()) {
+      const two = String.fromCodePoint(a, b);
+      pairNamesOf.set(two, [...(pairNamesOf.get(two) ?? []), name]);
+    }
   }
+  const chars = [...value];
   let source = "";
-  for (const c of value) {
-    const cp = c.codePointAt(0)!;
-    const hex = [...cp.toString(16)].map((d) => (/[a-f]/.test(d) ? `[${d}${d.toUpperCase()}]` : d)).join("");
-    const bodies = [`#0*${cp};?`, `#[xX]0*${hex};?`];
-    const names = namesOf.get(cp) ?? [];
-    if (names.length > 0) bodies.push(`(?:${names.join("|")});`);
-    const legacy = names.filter((n) => LEGACY_NAMES.includes(n));
-    if (legacy.length > 0) bodies.push(`(?:${legacy.join("|")})`);
-    source += `(?:${escapeRegExp(c)}|${AMPERSAND}(?:${bodies.join("|")}))`;
+  for (let i = 0; i < chars.length; i++) {
+    const pair = i + 1 < chars.length ? pairNamesOf.get(chars[i]! + chars[i + 1]!) : undefined;
+    if (pair !== undefined) {
+      source += `(?:${charPattern(chars[i]!)}${charPattern(chars[i + 1]!)}|${AMPERSAND}(?:${pair.join("|")});)`;
+      i++;
+    } else source += charPattern(chars[i]!);
   }
   return source;
+}
+
+/** A regex source matching the character `c` itself or any reference to it. */
+function charPattern(c: string): string {
+  const cp = c.codePointAt(0)!;
+  const hex = [...cp.toString(16)].map((d) => (/[a-f]/.test(d) ? `[${d}${d.toUpperCase()}]` : d)).join("");
+  const bodies = [`#0*${cp};?`, `#[xX]0*${hex};?`];
+  const names = namesOf?.get(cp) ?? [];
+  if (names.length > 0) bodies.push(`(?:${names.join("|")});`);
+  const legacy = names.filter((n) => LEGACY_NAMES.includes(n));
+  if (legacy.length > 0) bodies.push(`(?:${legacy.join("|")})`);
+  return `(?:${escapeRegExp(c)}|${AMPERSAND}(?:${bodies.join("|")}))`;
 }

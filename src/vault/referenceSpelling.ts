@@ -7,8 +7,9 @@
  * a character written as a reference is the value, and `%252F` read once is `%2F`, which the
  * search of percent spellings reads as `/`.
  *
- * Read: each reference (src/vault/htmlReferences.ts, every name HTML defines for one character:
- * `&eacute;` too, src/vault/htmlNames.ts), as the character it stands for; each `%25`
+ * Read: each reference (src/vault/htmlReferences.ts, every name HTML defines: `&eacute;` too,
+ * src/vault/htmlNames.ts), as the character it stands for, or the two a name of two stands for
+ * (`&fjlig;` as "fj", `&nvlt;` as `<` and U+20D2, as an HTML reader decodes them); each `%25`
  * before two hex digits (a URL escape escaped again: `%252F`, and `%2525` for `%`) as `%`. One
  * reading is one pass over the text; what it gives is read again while a reading reads something,
  * up to REFERENCE_READINGS readings (eachReading): a reference written with references (`&amp;#43;`)
@@ -21,7 +22,8 @@ import type { Decoded } from "./jsonSpelling.js";
 
 /**
  * Whether `text` holds a URL escape escaped again, or a reference to a character that `wanted`
- * marks (by UTF-16 code unit; the first of a surrogate pair), at any of its readings (a
+ * marks (by UTF-16 code unit; the first of a surrogate pair; either of a name of two characters),
+ * at any of its readings (a
  * reference written with references, `&amp;#43;`, as `&` and as `+`): only then is it read
  * (readReferences). A form holds only characters of its own, so a reference to any other (an
  * HTML page's `&amp;`, `&lt;`, `&#169;` beside values without those) can be in none, and a text
@@ -31,8 +33,10 @@ export function mayHoldReferences(text: string, wanted: Uint8Array): boolean {
   for (let p = text.indexOf("%25"); p !== -1; p = text.indexOf("%25", p + 1))
     if (twiceEscapedAt(text, p)) return true;
   let found = false;
-  const want = (char: number) => {
-    found ||= wanted[char > 0xffff ? 0xd800 + ((char - 0x10000) >> 10) : char] === 1;
+  const want = (char: number, _end: number, second: number) => {
+    found ||=
+      wanted[char > 0xffff ? 0xd800 + ((char - 0x10000) >> 10) : char] === 1 ||
+      (second >= 0 && wanted[second] === 1);
   };
   for (let at = text.indexOf("&"); at !== -1; at = text.indexOf("&", at + 1)) {
     // (most `&` of a URL's query are followed by neither `#` nor a name's two letters: `&y=2`)
@@ -127,7 +131,8 @@ export function readReferences(
         continue;
       }
       start = at;
-      char = String.fromCodePoint(ref.char);
+      // (a name of two characters reads both: `&fjlig;`, "fj"; the second is never astral)
+      char = ref.second < 0 ? String.fromCodePoint(ref.char) : String.fromCodePoint(ref.char, ref.second);
       end = ref.end;
       bareRead ||= input.charCodeAt(end - 1) !== 0x3b;
     } else {

@@ -1027,7 +1027,7 @@ export class ReleasedValues {
     let from = -1;
     let to = -1;
     for (const i of escaped) {
-      // (a character read from an escape takes at most 2 code units)
+      // (what one escape reads takes at most 2 code units: a surrogate pair, or `&fjlig;`'s "fj")
       if (from !== -1 && i - reach <= to) {
         to = i + 2 + reach;
         continue;

@@ -3,20 +3,23 @@
 // normalizations (NFC `é`, NFD `e` and U+0301, NFKC and NFKD: `ﬁ` as `fi`, `½` as `1⁄2`), and each
 // character as itself, a named reference (any name HTML defines for it, `&eacute;`, or a legacy
 // name without `;`, `&eacute`), a decimal or hex reference, a `\u` escape (two for a character
-// outside the BMP) or its UTF-8 bytes URL-encoded. In a stderr line, a JSON message's string and
+// outside the BMP) or its UTF-8 bytes URL-encoded; and two adjacent characters that one name of
+// two characters stands for (`fj`: `&fjlig;`, `<` and U+20D2: `&nvlt;`) as that name. In a stderr line, a JSON message's string and
 // one whose `&` are written `\u0026`. What must hold: nothing outside the markers, read back and
 // put in any normalization, holds the value in that normalization. Before, `&eacute;` and every
 // other name for a character outside ASCII was not read (only ASCII names were), and a value was
 // searched in the normalization it was released in alone: `cafe\u0301…` (NFD) for `café…` reached
-// the client.
+// the client. And a name of two characters was not read at all: `&fjlig;` for a value's `fj`.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   allNames,
+  allPairNames,
   LEGACY_NAMES,
   LONGEST_ANY_NAME,
   LONGEST_LEGACY_NAME,
   namedCodePoint,
+  namedPair,
 } from "../../src/vault/htmlNames.js";
 import { NAMED } from "../../src/vault/htmlReferences.js";
 import { ReleasedValues } from "../../src/vault/scrub.js";
@@ -31,8 +34,11 @@ const nonAscii = fc.constantFrom(
   "e\u0301", // a decomposed é, as released
 );
 const ascii = fc.constantFrom(..."abcXYZ019-_ /+".split(""));
+/** Every two characters HTML has a name of two for (`fj`, `<` and U+20D2, U+205F and U+200A…). */
+const PAIRS = [...new Set([...allPairNames().values()].map(([a, b]) => String.fromCodePoint(a, b)))];
+const pair = fc.constantFrom(...PAIRS);
 const valueArb = fc
-  .tuple(fc.string({ unit: fc.oneof(ascii, nonAscii), minLength: 3, maxLength: 12 }), nonAscii)
+  .tuple(fc.string({ unit: fc.oneof(ascii, nonAscii, pair), minLength: 3, maxLength: 12 }), nonAscii)
   .map(([a, n]) => `${a}${n}`);
 const around = fc
   .array(fc.constantFrom(" ", "\n", "<p>", "x", "ab", "&", ";"), { maxLength: 4 })
@@ -42,6 +48,12 @@ const picks = fc.array(fc.nat(), { minLength: 1, maxLength: 12 });
 /** Every name HTML defines, by the code point it stands for (the test's own index of the table). */
 const NAMES_OF = new Map<number, string[]>();
 for (const [name, cp] of allNames()) NAMES_OF.set(cp, [...(NAMES_OF.get(cp) ?? []), name]);
+/** Every name of two characters, by the two. */
+const PAIR_NAMES_OF = new Map<string, string[]>();
+for (const [name, [a, b]] of allPairNames()) {
+  const two = String.fromCodePoint(a, b);
+  PAIR_NAMES_OF.set(two, [...(PAIR_NAMES_OF.get(two) ?? []), name]);
+}
 const LEGACY = new Set(LEGACY_NAMES);
 
 /**
@@ -73,21 +85,33 @@ function spell(c: string, pick: number, next: string): string {
   }
 }
 
-/** `s` with each code point written as `picks` choose, in turn (last first, for spell's `next`). */
+/**
+ * `s` with each code point written as `picks` choose, in turn (last first, for spell's `next`);
+ * two that a name of two characters stands for, as that name where the pick of the first says so.
+ */
 function spellAll(s: string, picks: number[]): string {
   const chars = [...s];
-  const out: string[] = new Array(chars.length);
+  const out: string[] = new Array(chars.length).fill("");
   for (let i = chars.length - 1; i >= 0; i--) {
     const c = chars[i]!;
+    const pick = picks[i % picks.length]!;
+    const pairNames = PAIR_NAMES_OF.get(c + (chars[i + 1] ?? ""));
+    // (the next character's spelling is replaced: the name stands for both)
+    if (pairNames !== undefined && pick % 3 === 0) {
+      out[i] = `&${pairNames[(pick >> 2) % pairNames.length]};`;
+      out[i + 1] = "";
+      continue;
+    }
     // a `\` kept bare before a `\u` escape would read as `\\`: no value here holds one
-    out[i] = spell(c, picks[i % picks.length]!, out[i + 1] ?? "");
+    out[i] = spell(c, pick, out.slice(i + 1).join(""));
   }
   return out.join("");
 }
 
 /**
- * `text` read back by the test's own reader: HTML references (every name, with `;`, or the
- * longest legacy name the letters start with), then `\u` escapes, then URL escapes as UTF-8.
+ * `text` read back by the test's own reader: HTML references (every name, with `;`, a name of two
+ * characters as both, or the longest legacy name the letters start with), then `\u` escapes, then
+ * URL escapes as UTF-8.
  */
 function readBack(text: string): string {
   const refs = text.replace(
@@ -99,6 +123,8 @@ function readBack(text: string): string {
       }
       const cp = semi === ";" ? namedCodePoint(name) : undefined;
       if (cp !== undefined) return String.fromCodePoint(cp);
+      const two = semi === ";" ? namedPair(name) : undefined;
+      if (two !== undefined) return String.fromCodePoint(...two);
       const legacy = LEGACY_NAMES.find((l) => name.startsWith(l));
       return legacy ? String.fromCodePoint(namedCodePoint(legacy)!) + name.slice(legacy.length) + semi : m;
     },
@@ -111,9 +137,22 @@ function readBack(text: string): string {
 }
 
 describe("a released value holding characters outside ASCII, in any normalization, any character escaped", () => {
-  it("the table holds every name HTML defines for one character, the names of ASCII ones included", () => {
+  it("the table holds every name HTML defines, the names of ASCII ones and of two characters included", () => {
     // (the HTML standard: 2,125 names with `;`, 93 of them for two characters; 106 legacy names)
     expect(allNames().size).toBe(2032);
+    expect(allPairNames().size).toBe(93);
+    expect(namedPair("fjlig")).toEqual([0x66, 0x6a]);
+    expect(namedPair("nvlt")).toEqual([0x3c, 0x20d2]);
+    expect(namedPair("ThickSpace")).toEqual([0x205f, 0x200a]);
+    // no name is of one character and of two; none of two is legacy (read without `;`); no
+    // character is the first of one and the second of another (so two never overlap in a value)
+    for (const name of allPairNames().keys()) expect(namedCodePoint(name), name).toBeUndefined();
+    for (const name of LEGACY_NAMES) expect(namedPair(name), name).toBeUndefined();
+    const seconds = new Set([...allPairNames().values()].map(([, b]) => b));
+    for (const [a] of allPairNames().values()) expect(seconds.has(a)).toBe(false);
+    expect(Math.max(...[...allPairNames().keys()].map((n) => n.length))).toBeLessThanOrEqual(
+      LONGEST_ANY_NAME,
+    );
     expect(LEGACY_NAMES).toHaveLength(106);
     expect(namedCodePoint("eacute")).toBe(0xe9);
     expect(namedCodePoint("CounterClockwiseContourIntegral")).toBe(0x2233);
@@ -156,6 +195,8 @@ describe("a released value holding characters outside ASCII, in any normalizatio
           // reached the client before: a name for a character outside ASCII, and the value decomposed
           ["café-secret-1", null, [0, 0, 0, 1, 0], "", ""],
           ["café-secret-1", "NFD", [0], "", ""],
+          // reached the client before: `&fjlig;`, `&nvlt;` (a name of two characters)
+          ["sk-fjord-<\u20d2-é", null, [0, 0, 0, 0, 3, 0, 0, 0, 0, 0], "", ""],
         ],
       },
     );

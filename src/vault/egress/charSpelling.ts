@@ -6,7 +6,7 @@
  * at each character; split out of echo.ts, no behaviour of its own.
  */
 
-import { allNames } from "../htmlNames.js";
+import { allNames, allPairNames } from "../htmlNames.js";
 import { NAMED, type Names, REFERENCE_READINGS } from "../htmlReferences.js";
 import {
   AMPERSAND,
@@ -59,6 +59,21 @@ export function nameStarts(code: number): Uint8Array | undefined {
   return nonAsciiNameStarts.get(code);
 }
 
+/** As nameStarts, for the names of two characters that start with `code` (`f`: `fjlig`), made when first needed. */
+let pairNameStarts: Map<number, Uint8Array> | null = null;
+
+export function pairStarts(code: number): Uint8Array | undefined {
+  if (pairNameStarts === null) {
+    pairNameStarts = new Map();
+    for (const [name, [c]] of allPairNames()) {
+      const starts = pairNameStarts.get(c) ?? new Uint8Array(256);
+      starts[name.charCodeAt(0)] = 1;
+      pairNameStarts.set(c, starts);
+    }
+  }
+  return pairNameStarts.get(code);
+}
+
 /** One character of a value, and how it may be written. */
 export interface Char {
   code: number;
@@ -73,20 +88,25 @@ export interface Char {
    * every name HTML defines (`&eacute;`, as PHP's htmlentities writes `é`)
    */
   names: Names;
+  /**
+   * whether HTML defines a name for it and the value's next character together (`f` before `j`:
+   * `&fjlig;`), which an HTML reader decodes to both; neither written only as itself
+   */
+  pairsWithNext: boolean;
 }
 
 /**
  * Whether the `&` at `at` may start a reference to `code`, read at once or after the `&amp;`
  * (`&AMP;`, `&amp` without its `;`) written for its `&` at each reading but the last
- * (`&amp;#43;`): then `#` or a name of `code` follows. An HTML page's `&amp;` before a space or a
- * word is no start, and is skipped without a walk (a walk at every one of them made the check of
- * an HTML page 2.6 times as long).
+ * (`&amp;#43;`): then `#` or a name of `code` follows (or, with `pair`, a name of two characters
+ * that starts with it). An HTML page's `&amp;` before a space or a word is no start, and is skipped
+ * without a walk (a walk at every one of them made the check of an HTML page 2.6 times as long).
  */
-export function ampersandMayStart(buf: Buffer, at: number, code: number): boolean {
+export function ampersandMayStart(buf: Buffer, at: number, code: number, pair = false): boolean {
   let q = at + 1;
   for (let k = 1; k < REFERENCE_READINGS && isAmpName(buf, q); k++) q += buf[q + 3] === 0x3b ? 4 : 3;
   const after = buf[q]!;
-  return after === 0x23 || nameStarts(code)?.[after] === 1;
+  return after === 0x23 || nameStarts(code)?.[after] === 1 || (pair && pairStarts(code)?.[after] === 1);
 }
 
 /** Whether byte `b` can start a spelling of `c`: itself, or an escape (URL, JSON, HTML), or `+` for a space. */
@@ -134,7 +154,8 @@ export function urlSpelled(buf: Buffer, p: number, c: Char): number {
  * it; `%2526%252343%253B`), read as references are (eachNestedReference), with `on` given the end
  * and the most times one of its escapes was escaped. Only a reference with an escape in it, and
  * only within LONGEST_CHAR bytes of `p` (one character's longest spelling, which the stream keeps:
- * a longer one is not read).
+ * a longer one is not read). With `second`, a reference to `code` and then `second` (a name of two
+ * characters: `%26fjlig%3B`); without, to `code` alone.
  */
 export function eachUrlEscapedReference(
   buf: Buffer,
@@ -142,27 +163,46 @@ export function eachUrlEscapedReference(
   code: number,
   names: Names,
   on: (end: number, depth: number) => void,
+  second = -1,
 ): void {
-  eachUrlEscapedReading(buf, p, (char, end, depth) => char === code && on(end, depth), names);
+  eachUrlEscapedReading(
+    buf,
+    p,
+    (char, end, depth, two) => char === code && two === second && on(end, depth),
+    names,
+  );
 }
 
 /**
- * The deepest end eachUrlEscapedReference gives for `code` at `p`, or -1; sets spelledDepth to
- * the times its escapes were escaped.
+ * The deepest end eachUrlEscapedReference gives for `code` (and `second`) at `p`, or -1; sets
+ * spelledDepth to the times its escapes were escaped.
  */
-export function urlEscapedReferenceEnd(buf: Buffer, p: number, code: number, names: Names): number {
+export function urlEscapedReferenceEnd(
+  buf: Buffer,
+  p: number,
+  code: number,
+  names: Names,
+  second = -1,
+): number {
   if (!mayStartUrlEscapedReference(buf, p)) {
     spelledDepth = 0;
     return -1;
   }
   let end = -1;
   let depth = 0;
-  eachUrlEscapedReference(buf, p, code, names, (e, d) => {
-    if (e > end) {
-      end = e;
-      depth = d;
-    }
-  });
+  eachUrlEscapedReference(
+    buf,
+    p,
+    code,
+    names,
+    (e, d) => {
+      if (e > end) {
+        end = e;
+        depth = d;
+      }
+    },
+    second,
+  );
   spelledDepth = depth;
   return end;
 }

@@ -17,7 +17,8 @@
  *   src/vault/htmlReferences.ts) and, for a character outside ASCII, every name HTML defines for
  *   it (`&eacute;`: src/vault/htmlNames.ts, read only for such characters, Char.names), or such a
  *   reference URL-escaped (`%26%2343%3B`, as a URL built from HTML-escaped text carries it:
- *   eachUrlEscapedReference);
+ *   eachUrlEscapedReference); and two adjacent characters as the one name HTML defines for both
+ *   (`&fjlig;` for `fj`, `&nvlt;` for `<` and U+20D2: Char.pairsWithNext), so written too;
  * - its base64, standard and URL-safe, padded or not, and the base64 characters the value alone
  *   determines inside longer base64 at each of the three alignments (`base64("user:" + value)`,
  *   as a Basic auth echo writes it), 8 characters or more; each also as encoders that escape

@@ -60,7 +60,10 @@ export const URL_DEPTH = 1 + REFERENCE_READINGS;
  * URL-escaped URL_DEPTH times (`%2525252525F0…`), or an HTML reference written with references
  * (LONGEST_NESTED_REFERENCE; for a character outside ASCII, named by any name HTML defines, its
  * last reading `&CounterClockwiseContourIntegral;`: LONGEST_NESTED_ANY_REFERENCE), or a surrogate
- * pair JSON-escaped twice (`\\ud83d\\ude00`).
+ * pair JSON-escaped twice (`\\ud83d\\ude00`). A name of two characters (`&fjlig;`) is no longer
+ * than the longest name (src/vault/htmlNames.ts), so it and its readings fit in LONGEST_CHAR
+ * bytes too, for two characters of the value: the walk reads one whole where a character's
+ * spelling would fit, and keeps back as much where it may be cut (spelledValue.ts).
  */
 export const LONGEST_CHAR = Math.max(
   4 * (1 + 2 * URL_DEPTH),
@@ -98,11 +101,14 @@ const readEnds = new Int32Array(LONGEST_CHAR);
 /** the most times a URL escape read up to each byte was escaped (0: none yet) */
 const readDepths = new Int32Array(LONGEST_CHAR);
 
-/** Each reading of a URL-escaped reference at `p` (echo.ts: eachUrlEscapedReference), of any character. */
+/**
+ * Each reading of a URL-escaped reference at `p` (echo.ts: eachUrlEscapedReference), of any
+ * character (and `second`, the second character of a name of two, `%26fjlig%3B`; -1 for one).
+ */
 export function eachUrlEscapedReading(
   buf: Buffer,
   p: number,
-  on: (char: number, end: number, depth: number) => void,
+  on: (char: number, end: number, depth: number, second: number) => void,
   names: Names = "ascii",
 ): void {
   if (!mayStartUrlEscapedReference(buf, p)) return;
@@ -133,8 +139,8 @@ export function eachUrlEscapedReading(
   eachNestedReference(
     readBytes.subarray(0, n),
     0,
-    (char, end) => {
-      if (readDepths[end - 1]! > 0) on(char, readEnds[end - 1]!, readDepths[end - 1]!);
+    (char, end, second) => {
+      if (readDepths[end - 1]! > 0) on(char, readEnds[end - 1]!, readDepths[end - 1]!, second);
     },
     names,
   );

@@ -5,6 +5,7 @@
  * echo.ts, no behaviour of its own.
  */
 
+import { pairHasName } from "../htmlNames.js";
 import { eachNestedReference, nestedReferenceEnd } from "../htmlReferences.js";
 import {
   ampersandMayStart,
@@ -29,6 +30,9 @@ import {
   type Spelling,
   URL_DEPTH,
 } from "./echoSpelling.js";
+
+/** The URL escapes' depth of the name of two characters the last pairEnd found. */
+let pairDepth = 0;
 
 /** What a walk that found nothing says (shared: most places tried find nothing). */
 const NOT_HERE = { match: null, unfinished: false } as const;
@@ -83,7 +87,19 @@ export class Spelled implements Spelling {
       if (c.length === 2) units.push(c.charCodeAt(1));
       const plainChar = plainChars?.test(c) ?? false;
       const names = code < 0x80 ? "ascii" : "all";
-      this.chars.push({ code, bytes: Buffer.from(c, "utf8"), units, plain: plainChar, names });
+      this.chars.push({
+        code,
+        bytes: Buffer.from(c, "utf8"),
+        units,
+        plain: plainChar,
+        names,
+        pairsWithNext: false,
+      });
+    }
+    for (let k = 0; k + 1 < this.chars.length; k++) {
+      const c = this.chars[k]!;
+      const next = this.chars[k + 1]!;
+      c.pairsWithNext = !c.plain && !next.plain && pairHasName(c.code, next.code);
     }
     this.longest = LONGEST_CHAR * this.chars.length;
     let n = 0;
@@ -131,7 +147,12 @@ export class Spelled implements Spelling {
       // written for its `&`: ampersandMayStart; `\\` by `u`, a short escape or `\\`, escaped again)
       if (b !== first.bytes[0]) {
         const after = buf[at + 1]!;
-        if (b === AMPERSAND && after !== PERCENT && !ampersandMayStart(buf, at, first.code)) continue;
+        if (
+          b === AMPERSAND &&
+          after !== PERCENT &&
+          !ampersandMayStart(buf, at, first.code, first.pairsWithNext)
+        )
+          continue;
         if (b === BACKSLASH && after !== 0x75 && after !== BACKSLASH && after !== JSON_SHORT[first.code])
           continue;
       }
@@ -228,6 +249,9 @@ export class Spelled implements Spelling {
       // `%` is read several ways at a `%25` (itself, escaped, escaped twice…), and `&` at an
       // `&amp;` (itself, or the start of the reference it writes): the general walk
       if ((c.code === PERCENT && buf[p] === PERCENT) || (c.code === AMPERSAND && buf[p] === AMPERSAND)) break;
+      // it and the next character written as one name (`&fjlig;`): the general walk, which reads
+      // both ways (two references, or one name for both)
+      if (c.pairsWithNext && this.pairEnd(buf, p, k, 0) >= 0) break;
       const byURL = urlSpelled(buf, p, c);
       const depth = spelledDepth;
       // (`\\\\` is a `\` escaped once, or the start of one escaped twice: the general walk)
@@ -254,10 +278,17 @@ export class Spelled implements Spelling {
     // the way there was escaped
     let ends: number[] = [p];
     let escaped: number[] = [url];
+    // the places past the next character that a name of two read at this one ends (`&fjlig;`
+    // for `f` and `j`), and their URL escapes' depth: where the next character's walk starts from
+    let ahead: number[] = [];
+    let aheadEscaped: number[] = [];
     for (; k < chars.length; k++) {
       const c = chars[k]!;
-      const nextEnds: number[] = [];
-      const nextEscaped: number[] = [];
+      // (past this character: where the walk reaches, and where a name of it and the one before ended)
+      const nextEnds: number[] = ahead;
+      const nextEscaped: number[] = aheadEscaped;
+      ahead = [];
+      aheadEscaped = [];
       const add = (end: number, url: number) => {
         const i = nextEnds.indexOf(end);
         if (i < 0) {
@@ -302,14 +333,40 @@ export class Spelled implements Spelling {
           eachNestedReference(buf, p, (char, end) => char === c.code && add(end, url), c.names);
         if (mayStartUrlEscapedReference(buf, p))
           eachUrlEscapedReference(buf, p, c.code, c.names, (end, depth) => add(end, Math.max(url, depth)));
+        if (c.pairsWithNext) {
+          const end = this.pairEnd(buf, p, k, url);
+          if (end >= 0) {
+            ahead.push(end);
+            aheadEscaped.push(pairDepth);
+          }
+        }
       }
-      if (nextEnds.length === 0) return unfinished ? UNFINISHED : NOT_HERE;
+      if (nextEnds.length === 0 && ahead.length === 0) return unfinished ? UNFINISHED : NOT_HERE;
       ends = nextEnds;
       escaped = nextEscaped;
     }
     let best = 0;
     for (let i = 1; i < ends.length; i++) if (ends[i]! > ends[best]!) best = i;
     return { match: { at, end: ends[best]!, to: this.placeholder(escaped[best]!) }, unfinished };
+  }
+
+  /**
+   * Where a name HTML defines for the characters `k` and `k + 1` of the value ends when it starts
+   * at `p` (`&fjlig;` for `f` and `j`, as an HTML reader decodes it to both), read as a reference
+   * to one character is: written with references (`&amp;fjlig;`), or URL-escaped (`%26fjlig%3B`);
+   * the deepest, or -1. Sets pairDepth to `url` or the most times its URL escapes were escaped.
+   */
+  private pairEnd(buf: Buffer, p: number, k: number, url: number): number {
+    const c = this.chars[k]!;
+    const second = this.chars[k + 1]!.code;
+    pairDepth = url;
+    if (buf[p] === AMPERSAND) {
+      const end = nestedReferenceEnd(buf, p, c.code, "all", second);
+      if (end >= 0) return end;
+    }
+    const end = urlEscapedReferenceEnd(buf, p, c.code, "all", second);
+    if (end >= 0) pairDepth = Math.max(url, spelledDepth);
+    return end;
   }
 
   /**
