@@ -252,3 +252,26 @@ describe("a released value with characters outside ASCII, each written by any HT
     );
   });
 });
+
+describe("two characters of a value written as the one name of both, the body cut at every byte", () => {
+  it("a value that starts with `fj` and ends with `≂` and U+0338: each name nested, URL-escaped, the longest", () => {
+    const value = "fjord-token-9\u2242\u0338";
+    const s = spellingsOf([["api", value]]);
+    const rest = "ord-token-9";
+    for (const [first, last] of [
+      ["&fjlig;", "&nesim;"],
+      ["&amp;amp;amp;fjlig;", "&AMP;NotEqualTilde;"],
+      ["%2525252526fjlig%252525253B", "%26nesim%3B"],
+      ["&#38;fjlig;", "&amp;#38;NotEqualTilde;"],
+    ] as const) {
+      // (text of the page's own before and after: an `&` that starts no name, a `%`)
+      const body = Buffer.from(`a &amp; ${first}${rest}${last} %20 b`, "utf8");
+      const whole = withoutValues(body, s);
+      expect(whole.toString("utf8"), first).toMatch(
+        /^a &amp; portcullis-placeholder(:|%[0-9A-F]*3A)api %20 b$/,
+      );
+      for (let cut = 0; cut <= body.length; cut++)
+        expect(streamed(body, [cut], s).equals(whole), `${first} cut at ${cut}`).toBe(true);
+    }
+  });
+});
