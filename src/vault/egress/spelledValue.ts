@@ -330,15 +330,22 @@ export class Spelled implements Spelling {
           if (twice >= 0) add(twice, url);
         }
         if (buf[p] === AMPERSAND)
-          eachNestedReference(buf, p, (char, end) => char === c.code && add(end, url), c.names);
+          // (a name of two characters is this one only with the next: pairEnd reads it)
+          eachNestedReference(
+            buf,
+            p,
+            (char, end, second) => char === c.code && second < 0 && add(end, url),
+            c.names,
+          );
         if (mayStartUrlEscapedReference(buf, p))
           eachUrlEscapedReference(buf, p, c.code, c.names, (end, depth) => add(end, Math.max(url, depth)));
         if (c.pairsWithNext) {
           const end = this.pairEnd(buf, p, k, url);
-          if (end >= 0) {
+          const i = end >= 0 ? ahead.indexOf(end) : -1;
+          if (end >= 0 && i < 0) {
             ahead.push(end);
             aheadEscaped.push(pairDepth);
-          }
+          } else if (i >= 0) aheadEscaped[i] = Math.max(aheadEscaped[i]!, pairDepth);
         }
       }
       if (nextEnds.length === 0 && ahead.length === 0) return unfinished ? UNFINISHED : NOT_HERE;
