@@ -1,8 +1,10 @@
 // Bad input on the HTTP side of `run --listen`: each transport problem gets its HTTP status and a
 // clear body, nothing crashes, and the gateway keeps serving the sessions that behave. Refusals of
-// the gateway itself stay JSON-RPC errors in a 200 body.
+// the gateway itself stay JSON-RPC errors in a 200 body. The cases that need no option of their
+// own share one gateway (one start instead of three), each with a session of its own.
+import { Agent } from "node:http";
 import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { LEGACY_PROTOCOL_VERSIONS } from "../../src/transport/httpVersion.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type Listener, startListener } from "./listen.js";
@@ -19,6 +21,16 @@ async function listener(args: string[] = []): Promise<Listener> {
   cleanup.push(() => l.close());
   return l;
 }
+
+/** The gateway with no option of its own, started by the first case that asks for it. */
+let sharedListener: Promise<Listener> | undefined;
+function shared(): Promise<Listener> {
+  sharedListener ??= startListener(fixtureCommand("echo"), { args: ["--approval", "none"] });
+  return sharedListener;
+}
+afterAll(async () => {
+  await (await sharedListener)?.close();
+});
 
 const call = (id: number, message = "hi") =>
   JSON.stringify({
@@ -38,7 +50,7 @@ async function stillServes(l: Listener, session: string): Promise<void> {
 
 describe("transport errors are HTTP statuses", () => {
   it("wrong content type 415, wrong Accept 406, malformed JSON and bad JSON-RPC 400, unknown session 404", async () => {
-    const l = await listener();
+    const l = await shared();
     const session = await openSession(l);
     const h = (extra: Record<string, string> = {}) => l.headers({ "mcp-session-id": session, ...extra });
     expect((await raw(l, { headers: h({ "content-type": "text/plain" }), body: call(1) })).status).toBe(415);
@@ -94,7 +106,7 @@ describe("transport errors are HTTP statuses", () => {
   });
 
   it("MCP-Protocol-Version: 400 for one the session does not support; absent or supported, served", async () => {
-    const l = await listener();
+    const l = await shared();
     const session = await openSession(l);
     const withVersion = (v?: string) =>
       l.headers({ "mcp-session-id": session, ...(v === undefined ? {} : { "mcp-protocol-version": v }) });
@@ -163,7 +175,7 @@ describe("transport errors are HTTP statuses", () => {
   });
 
   it("a refusal of the gateway is a JSON-RPC error with status 200", async () => {
-    const l = await listener();
+    const l = await shared();
     const session = await openSession(l);
     const r = await raw(l, {
       headers: l.headers({ "mcp-session-id": session }),
@@ -176,9 +188,15 @@ describe("transport errors are HTTP statuses", () => {
   it("a flood of parallel requests and sessions: every one answered, 503 beyond the session cap, no crash", async () => {
     const l = await listener(["--listen-max-sessions", "3"]);
     const session = await openSession(l);
+    // All sent at once, over 20 kept-alive connections: the front looks up the process behind
+    // each new connection by walking every process's descriptors under /proc (procPeer.ts), once
+    // per connection; a new connection per request made the flood cost 100 walks, each slower
+    // for the sockets the flood itself holds open (12 s on a quiet machine, a minute under load).
+    const agent = new Agent({ keepAlive: true, maxSockets: 20 });
+    cleanup.push(async () => agent.destroy());
     const calls = await Promise.all(
       Array.from({ length: 100 }, (_, i) =>
-        raw(l, { headers: l.headers({ "mcp-session-id": session }), body: call(i, `m${i}`) }),
+        raw(l, { agent, headers: l.headers({ "mcp-session-id": session }), body: call(i, `m${i}`) }),
       ),
     );
     for (const [i, r] of calls.entries()) {
@@ -193,7 +211,7 @@ describe("transport errors are HTTP statuses", () => {
     expect(statuses.filter((s) => s === 503)).toHaveLength(4);
     const garbage = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
-        raw(l, { headers: l.headers({ "mcp-session-id": session }), body: `{${i}` }),
+        raw(l, { agent, headers: l.headers({ "mcp-session-id": session }), body: `{${i}` }),
       ),
     );
     expect(new Set(garbage.map((r) => r.status))).toEqual(new Set([400]));
