@@ -1,11 +1,13 @@
 // The columns of a grant that its signature does not cover (the approved tool definitions,
 // `ended_at`, `revoked_at`), rewritten by a same-user process with plain SQL: a real gateway in
 // front of the catalog fixture, the real CLI deciding with the passphrase, and the fixture's
-// record of every call it received as the ground truth of what was forwarded.
+// record of every call it received as the ground truth of what was forwarded. Each case has a
+// gateway, a state directory and a teardown of its own, and they run side by side: three of them
+// wait out a 3 s approval timeout, and the rest mostly wait for processes to start.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { decisionDigest, grantStatement } from "../../src/approval/decision.js";
 import { pinnedSigner } from "../../src/approval/pin.js";
 import { type ApprovalRequest, getRequest, recordDecision } from "../../src/approval/requests.js";
@@ -17,12 +19,6 @@ import { waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { FETCH, PAY, recordingCatalogGateway } from "../helpers/recordingCatalogGateway.js";
 import { passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
-
-let cleanup: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanup.reverse()) await c();
-  cleanup = [];
-});
 
 // The same tool with a new input: an expansion of its authority.
 const FETCH_URL = {
@@ -43,7 +39,12 @@ function writeTools(file: string, tools: unknown[]): void {
   writeFileSync(file, readFileSync(`${file}.tmp`));
 }
 
-async function setup(tools: unknown[], runArgs: string[]) {
+/** The case's gateway and its store opened with SQL; torn down when the case finishes (`onTestFinished`). */
+async function setup(tools: unknown[], runArgs: string[], onTestFinished: (fn: () => Promise<void>) => void) {
+  const teardown: (() => Promise<void> | void)[] = [];
+  onTestFinished(async () => {
+    for (const c of teardown.reverse()) await c();
+  });
   const { stateDir, gw, toolsFile, received } = await recordingCatalogGateway(
     tools,
     // 3 s unless the test gives its own (an option given twice is refused)
@@ -53,20 +54,20 @@ async function setup(tools: unknown[], runArgs: string[]) {
       ...(runArgs.includes("--approval-timeout") ? [] : ["--approval-timeout", "3000"]),
       ...runArgs,
     ],
-    cleanup,
+    teardown,
     "portcullis-unsigned-",
   );
   const db = new Database(join(stateDir, "portcullis.db"));
   db.pragma("busy_timeout = 10000");
-  cleanup.push(() => {
+  teardown.push(() => {
     db.close();
   });
   return { stateDir, gw, db, toolsFile, received };
 }
 
-describe("columns a grant's signature does not cover, rewritten with SQL", () => {
-  it("a one-call grant un-ended after its call covers no second call", async () => {
-    const { stateDir, gw, db, received } = await setup([PAY], ["--approval", "per-call"]);
+describe.concurrent("columns a grant's signature does not cover, rewritten with SQL", () => {
+  it("a one-call grant un-ended after its call covers no second call", async ({ expect, onTestFinished }) => {
+    const { stateDir, gw, db, received } = await setup([PAY], ["--approval", "per-call"], onTestFinished);
     const args = { to: "mallory", amount: 100 };
     const first = gw.client.callTool({ name: "send_payment", arguments: args });
     const req = await nextStoredRequest(stateDir);
@@ -88,8 +89,11 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
     expect(received()).toEqual([args]);
   });
 
-  it("a revoked session grant whose revoke is undone covers nothing once the gateway saw it end", async () => {
-    const { stateDir, gw, db, received } = await setup([PAY], ["--approval", "session"]);
+  it("a revoked session grant whose revoke is undone covers nothing once the gateway saw it end", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const { stateDir, gw, db, received } = await setup([PAY], ["--approval", "session"], onTestFinished);
     const first = gw.client.callTool({ name: "send_payment", arguments: { to: "alice", amount: 1 } });
     const req = await nextStoredRequest(stateDir);
     await decideByCli(stateDir, "approve", req.request, "--for", "session");
@@ -97,23 +101,59 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
     const grant = (db.prepare("SELECT grant_id FROM grants").get() as { grant_id: string }).grant_id;
     expect((await runCli(["revoke", grant, "--state-dir", stateDir])).code).toBe(0);
 
-    // The gateway sees the revoke at the next call (which asks a human, and times out) …
+    // The gateway sees the revoke at the next call, which asks a human (and times out): its
+    // request is made only once the gateway read the live grants and found the session's gone …
     const seen = new Set(storedPending(stateDir).map((p) => p.request));
     const second = gw.client.callTool({ name: "send_payment", arguments: { to: "bob", amount: 2 } });
     second.catch(() => {}); // its timeout may come while the test still waits for the request
     await nextStoredRequest(stateDir, seen);
-    await expect(second).rejects.toSatisfy((e) => refusal(e).code === TIMEOUT);
     // … then the store writer undoes it: the signed grant is back in the live set, untouched.
+    // (Undone while the second call still waits: the two timeouts run side by side, not one
+    // after the other; what the gateway saw is the same.)
     db.prepare("UPDATE grants SET revoked_at = NULL, ended_at = NULL, ended_reason = NULL").run();
     const third = gw.client.callTool({ name: "send_payment", arguments: { to: "mallory", amount: 3 } });
     await expect(third).rejects.toSatisfy((e) => refusal(e).code === TIMEOUT);
+    await expect(second).rejects.toSatisfy((e) => refusal(e).code === TIMEOUT);
     expect(received()).toEqual([{ to: "alice", amount: 1 }]);
   });
 
-  it("a review rewritten before the human reads it: the approval of what was shown covers nothing", async () => {
+  it("a request's tool rewritten in the store: approve refuses it, naming what changed, and nothing runs", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const { stateDir, gw, db, received } = await setup(
+      [PAY, FETCH],
+      ["--approval", "session"],
+      onTestFinished,
+    );
+    const call = gw.client.callTool({ name: "fetch_page", arguments: { page: "a" } });
+    const outcome = call.then(
+      () => "answered",
+      (e) => refusal(e).code,
+    );
+    const req = await nextStoredRequest(stateDir);
+    swapTool(db, req.request, PAY);
+
+    const approve = await runCli(["approve", req.request, "--for", "session", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(approve.code).toBe(1);
+    expect(approve.stderr).toContain("does not ask what its review shows (its tool was changed");
+    expect(await gw.client.listTools()).toBeTruthy();
+    const pay = gw.client.callTool({ name: "send_payment", arguments: { to: "mallory", amount: 1000 } });
+    await expect(pay).rejects.toSatisfy((e) => refusal(e).code === TIMEOUT);
+    expect(await outcome).toBe(TIMEOUT);
+    expect(received()).toEqual([]);
+  });
+
+  it("a review rewritten before the human reads it: the approval of what was shown covers nothing", async ({
+    expect,
+    onTestFinished,
+  }) => {
     const { stateDir, gw, db, received } = await setup(
       [PAY],
       ["--approval", "per-call", "--approval-timeout", "60000"],
+      onTestFinished,
     );
     const call = gw.client.callTool({ name: "send_payment", arguments: { to: "mallory", amount: 10000 } });
     const outcome = call.then(
@@ -142,28 +182,6 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
     expect(received()).toEqual([]);
   });
 
-  it("a request's tool rewritten in the store: approve refuses it, naming what changed, and nothing runs", async () => {
-    const { stateDir, gw, db, received } = await setup([PAY, FETCH], ["--approval", "session"]);
-    const call = gw.client.callTool({ name: "fetch_page", arguments: { page: "a" } });
-    const outcome = call.then(
-      () => "answered",
-      (e) => refusal(e).code,
-    );
-    const req = await nextStoredRequest(stateDir);
-    swapTool(db, req.request, PAY);
-
-    const approve = await runCli(["approve", req.request, "--for", "session", "--state-dir", stateDir], {
-      env: passphraseEnv(),
-    });
-    expect(approve.code).toBe(1);
-    expect(approve.stderr).toContain("does not ask what its review shows (its tool was changed");
-    expect(await gw.client.listTools()).toBeTruthy();
-    const pay = gw.client.callTool({ name: "send_payment", arguments: { to: "mallory", amount: 1000 } });
-    await expect(pay).rejects.toSatisfy((e) => refusal(e).code === TIMEOUT);
-    expect(await outcome).toBe(TIMEOUT);
-    expect(received()).toEqual([]);
-  });
-
   // What an approve that signs the row's columns (an older portcullis on the same state directory,
   // or any signer of the row) makes of rewritten columns: a grant that names the review the
   // gateway wrote, signed by the approver key, of another tool or other arguments. The gateway
@@ -176,10 +194,14 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
       ["--approval", "per-call"],
     ],
   ] as const) {
-    it(`a signed grant of the gateway's review but for ${what} covers nothing`, async () => {
+    it(`a signed grant of the gateway's review but for ${what} covers nothing`, async ({
+      expect,
+      onTestFinished,
+    }) => {
       const { stateDir, gw, db, received } = await setup(
         [PAY, FETCH],
         [...runArgs, "--approval-timeout", "60000"],
+        onTestFinished,
       );
       const tool = what === "other arguments" ? "send_payment" : "fetch_page";
       const args = tool === "send_payment" ? { to: "alice", amount: 1 } : { page: "a" };
@@ -229,10 +251,14 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
     ["agent run", "agent_run = '01JAAAAAAAAAAAAAAAAAAAAAAA'", "session"],
     ["credential scope", `credential_scope_json = '["prod-database"]'`, "session"],
   ] as const) {
-    it(`a request's ${column} rewritten in the store: approve refuses it, a grant signed over the row covers nothing, and nothing runs`, async () => {
+    it(`a request's ${column} rewritten in the store: approve refuses it, a grant signed over the row covers nothing, and nothing runs`, async ({
+      expect,
+      onTestFinished,
+    }) => {
       const { stateDir, gw, db, received } = await setup(
         [PAY],
         ["--approval", mode, "--approval-timeout", "60000"],
+        onTestFinished,
       );
       const call = gw.client.callTool({ name: "send_payment", arguments: { to: "alice", amount: 1 } });
       const outcome = call.then(
@@ -260,10 +286,14 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
     });
   }
 
-  it("a grant from an older approve (no review digest signed) covers nothing, and the gateway says why", async () => {
+  it("a grant from an older approve (no review digest signed) covers nothing, and the gateway says why", async ({
+    expect,
+    onTestFinished,
+  }) => {
     const { stateDir, gw, received } = await setup(
       [PAY],
       ["--approval", "session", "--approval-timeout", "60000"],
+      onTestFinished,
     );
     const call = gw.client.callTool({ name: "send_payment", arguments: { to: "alice", amount: 1 } });
     const outcome = call.then(
@@ -278,10 +308,14 @@ describe("columns a grant's signature does not cover, rewritten with SQL", () =>
     expect(received()).toEqual([]);
   });
 
-  it("an approved definition rewritten to match an expanded tool does not make the expansion cosmetic", async () => {
+  it("an approved definition rewritten to match an expanded tool does not make the expansion cosmetic", async ({
+    expect,
+    onTestFinished,
+  }) => {
     const { stateDir, gw, db, toolsFile, received } = await setup(
       [FETCH],
       ["--approval", "session", "--on-expand", "tool"],
+      onTestFinished,
     );
     const first = gw.client.callTool({ name: "fetch_page", arguments: { page: "a" } });
     const req = await nextStoredRequest(stateDir);
