@@ -8,7 +8,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, it } from "vitest";
 import { openRecords } from "../../src/audit/log.js";
 import { approverKeyId } from "../../src/keyring/approver.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
@@ -20,14 +20,19 @@ import { NODE, REPO } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
 import { newKeyringOnlyStateDir, newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
 
-let cleanup: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanup.reverse()) await c();
-  cleanup = [];
-});
+type Cleanup = (() => Promise<void> | void)[];
+
+/** The test's own teardown list, run when it finishes (the cases run side by side). */
+function teardownOf(onTestFinished: (fn: () => Promise<void>) => void): Cleanup {
+  const list: Cleanup = [];
+  onTestFinished(async () => {
+    for (const c of list.reverse()) await c();
+  });
+  return list;
+}
 
 /** A connection to the gateway's store, as any process of the same user can open one. */
-function sql(stateDir: string): Database.Database {
+function sql(stateDir: string, cleanup: Cleanup): Database.Database {
   const db = new Database(join(stateDir, "portcullis.db"));
   db.pragma("busy_timeout = 10000");
   cleanup.push(() => {
@@ -51,7 +56,7 @@ function refusal(e: unknown) {
   return e as { code: number; data: Record<string, unknown> };
 }
 
-async function gateway(project: Project, stateDir: string, timeoutMs = 4000) {
+async function gateway(project: Project, stateDir: string, cleanup: Cleanup, timeoutMs = 4000) {
   const gw = await startInventory(project, ["--approval-timeout", String(timeoutMs)], { stateDir });
   cleanup.push(() => gw.close());
   await gw.client.listTools();
@@ -78,14 +83,20 @@ function forgeGrant(db: Database.Database, p: Pending, grant: string, signature:
 
 const TIMEOUT = -32058;
 
-describe("decisions written without the approver key are not honoured", () => {
-  it("a request approved or denied by SQL keeps the call waiting; a grant inserted by SQL covers nothing", async () => {
+// Each case has its own state directory, project and gateways, and most wait out an approval
+// timeout (4 s to 15 s): they run side by side.
+describe.concurrent("decisions written without the approver key are not honoured", () => {
+  it("a request approved or denied by SQL keeps the call waiting; a grant inserted by SQL covers nothing", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
     const stateDir = newStateDir();
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
-    const gw = await gateway(project, stateDir);
+    const gw = await gateway(project, stateDir, cleanup);
     const seen = new Set<string>();
-    const db = sql(stateDir);
+    const db = sql(stateDir, cleanup);
 
     // A legitimate decision first, so that the approver key is pinned: what follows is refused
     // for its signature, not for want of a pin.
@@ -140,15 +151,19 @@ describe("decisions written without the approver key are not honoured", () => {
     expect(rejected.filter((e) => e.grant === "01FORGEDGRANT0000000000001")).toHaveLength(1);
   });
 
-  it("a signed grant edited by SQL (run, tools) stops covering; restored, it covers again", async () => {
+  it("a signed grant edited by SQL (run, tools) stops covering; restored, it covers again", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
     const stateDir = newStateDir();
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
-    const x = await gateway(project, stateDir, 30_000);
-    const y = await gateway(project, stateDir, 30_000);
+    const x = await gateway(project, stateDir, cleanup, 30_000);
+    const y = await gateway(project, stateDir, cleanup, 30_000);
     await y.client.listTools();
     const seen = new Set<string>();
-    const db = sql(stateDir);
+    const db = sql(stateDir, cleanup);
     const callX = x.client.callTool({ name: "read_status", arguments: {} });
     const rx = await nextStoredRequest(stateDir, seen);
     await decideByCli(stateDir, "approve", rx.request);
@@ -194,7 +209,11 @@ describe("decisions written without the approver key are not honoured", () => {
     expect(rejected.filter((e) => e.grant === grant.grant_id).length).toBeGreaterThanOrEqual(2);
   });
 
-  it("the approval module's own code without the passphrase cannot sign; its own key's signatures fail", async () => {
+  it("the approval module's own code without the passphrase cannot sign; its own key's signatures fail", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
     const stateDir = newStateDir();
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
@@ -202,7 +221,7 @@ describe("decisions written without the approver key are not honoured", () => {
     // writes it, which on a loaded machine outlasted the default 4 s wait (the call timed out
     // before the gateway could see the grant, and no line said it was not honoured). The call
     // still ends with the wait; 15 s is room for the forger, not a subject.
-    const gw = await gateway(project, stateDir, 15_000);
+    const gw = await gateway(project, stateDir, cleanup, 15_000);
     const seen = new Set<string>();
     const legit = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
     await decideByCli(stateDir, "deny", (await nextStoredRequest(stateDir, seen)).request);
@@ -241,11 +260,15 @@ describe("decisions written without the approver key are not honoured", () => {
     );
   });
 
-  it("a keyring whose approver public key was swapped is detected: nothing is honoured, approve exits 1", async () => {
+  it("a keyring whose approver public key was swapped is detected: nothing is honoured, approve exits 1", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
     const stateDir = newStateDir();
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
-    const gw = await gateway(project, stateDir, 30_000);
+    const gw = await gateway(project, stateDir, cleanup, 30_000);
     const seen = new Set<string>();
     const first = gw.client.callTool({ name: "read_status", arguments: {} });
     await decideByCli(stateDir, "approve", (await nextStoredRequest(stateDir, seen)).request);
@@ -289,7 +312,7 @@ describe("decisions written without the approver key are not honoured", () => {
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/approver private key does not open .*public half was changed/);
     // a gateway started now says so at once
-    const later = await gateway(project, stateDir, 30_000);
+    const later = await gateway(project, stateDir, cleanup, 30_000);
     await later.waitForStderr(
       /no grant will be honoured: the keyring's approver key [0-9a-f]{32} is not the one pinned/,
     );
@@ -300,7 +323,9 @@ describe("decisions written without the approver key are not honoured", () => {
 });
 
 describe("a keyring made before decisions were signed", () => {
-  it("gets its approver key when the audit is read with the passphrase, pinned in the chain", async () => {
+  it("gets its approver key when the audit is read with the passphrase, pinned in the chain", async ({
+    expect,
+  }) => {
     const stateDir = newKeyringOnlyStateDir(); // its store not made yet: made before the pin existed
     const path = join(stateDir, "keyring.json");
     const old = JSON.parse(readFileSync(path, "utf8"));
@@ -319,7 +344,11 @@ describe("a keyring made before decisions were signed", () => {
     ]);
   });
 
-  it("gets its approver key at the next passphrase command, pinned in the audit chain", async () => {
+  it("gets its approver key at the next passphrase command, pinned in the audit chain", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
     const stateDir = newKeyringOnlyStateDir(); // its store not made yet: made before the pin existed
     const path = join(stateDir, "keyring.json");
     const old = JSON.parse(readFileSync(path, "utf8"));
@@ -327,7 +356,7 @@ describe("a keyring made before decisions were signed", () => {
     writeFileSync(path, JSON.stringify(old, null, 2));
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
-    const gw = await gateway(project, stateDir, 30_000);
+    const gw = await gateway(project, stateDir, cleanup, 30_000);
     const call = gw.client.callTool({ name: "read_status", arguments: {} });
     const r = await nextStoredRequest(stateDir, new Set());
     const approved = await decideByCli(stateDir, "approve", r.request);
