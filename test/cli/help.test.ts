@@ -1,10 +1,11 @@
 // The help texts and the README's "Commands" block say what the commands accept: every flag
 // below is named by the command's own --help, by `portcullis --help` and by the README (deny's
-// --verbose and --chain also run). Real CLI processes.
+// --verbose and --chain also run). Real CLI processes; each `portcullis WORDS --help` is run once
+// for the file (helpOf), as its text depends on the words alone, and several cases read it.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runCli } from "../helpers/gateway.js";
+import { type CliResult, runCli } from "../helpers/gateway.js";
 import { REPO } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
 
@@ -28,6 +29,24 @@ const FLAGS: [string[], string[]][] = [
   [["drill"], ["--file", "--rebuild", "--tool", "--args"]],
 ];
 
+const helpRuns = new Map<string, Promise<CliResult>>();
+let helpHome: string | undefined;
+
+/**
+ * `portcullis WORDS --help` (`portcullis --help` for none), run on the first ask and shared by the
+ * cases after it: one process for each help text, not one for each case that reads it.
+ */
+function helpOf(words: string[]): Promise<CliResult> {
+  const key = words.join(" ");
+  let run = helpRuns.get(key);
+  if (!run) {
+    helpHome ??= newStateDir();
+    run = runCli([...words, "--help"], { stateDir: helpHome });
+    helpRuns.set(key, run);
+  }
+  return run;
+}
+
 /** The lines of `text` about one command: from a line naming it to the next one naming another. */
 function linesOf(text: string, prefix: RegExp, words: string[]): string {
   const lines = text.split("\n");
@@ -44,11 +63,11 @@ const readmeCommands = (): string => {
 
 describe("help and README name what the commands accept", () => {
   it("each flag is named by the command's --help, `portcullis --help` and the README", async () => {
-    const top = await runCli(["--help"]);
+    const top = await helpOf([]);
     expect(top.code).toBe(0);
     const readme = readmeCommands();
     for (const [words, flags] of FLAGS) {
-      const help = await runCli([...words, "--help"], { stateDir: newStateDir() });
+      const help = await helpOf(words);
       expect(help.code, `${words.join(" ")} --help`).toBe(0);
       const topLines = linesOf(top.stdout, /^ {2}/, words);
       // the README writes `portcullis deny …`, sometimes two commands to a line
@@ -66,7 +85,6 @@ describe("help and README name what the commands accept", () => {
   });
 
   it("every command that acts on a state directory names --state-dir in its own --help", async () => {
-    const stateDir = newStateDir();
     for (const words of [
       ["status"],
       ["grants"],
@@ -85,7 +103,7 @@ describe("help and README name what the commands accept", () => {
       ["init"],
       ["doctor"],
     ]) {
-      const r = await runCli([...words, "--help"], { stateDir });
+      const r = await helpOf(words);
       expect(r.code, words.join(" ")).toBe(0);
       expect(r.stdout, words.join(" ")).toContain("--state-dir");
     }
@@ -122,7 +140,7 @@ describe("help and README name what the commands accept", () => {
     for (const [command, text] of segments) {
       if (command === "help") continue;
       if (!helps.has(command)) {
-        const r = await runCli([command, "--help"], { stateDir: newStateDir() });
+        const r = await helpOf([command]);
         expect(r.code, `${command} --help`).toBe(0);
         helps.set(command, r.stdout);
       }
@@ -134,7 +152,7 @@ describe("help and README name what the commands accept", () => {
   });
 
   it("--version is named by `portcullis --help` and the README's Commands block, and works", async () => {
-    const top = await runCli(["--help"]);
+    const top = await helpOf([]);
     expect(top.stdout).toContain("portcullis --version");
     expect(readmeCommands()).toContain("portcullis --version");
     const version = await runCli(["--version"]);
@@ -148,7 +166,7 @@ describe("help and README name what the commands accept", () => {
 
   it("audit checkpoint --json: documented, and the same JSON as without it", async () => {
     const stateDir = newStateDir();
-    const help = await runCli(["audit", "--help"]);
+    const help = await helpOf(["audit"]);
     expect(help.stdout).toMatch(/audit checkpoint \[--json\]/);
     expect(readmeCommands()).toMatch(/checkpoint \[--json\]/);
     const plain = await runCli(["audit", "checkpoint", "--state-dir", stateDir]);
@@ -165,7 +183,7 @@ describe("help and README name what the commands accept", () => {
   // ("unknown option --json", exit 2), as checkpoint did before it accepted it.
   it("audit export --json: documented, and the same lines as without it", async () => {
     const stateDir = newStateDir();
-    const help = await runCli(["audit", "--help"]);
+    const help = await helpOf(["audit"]);
     expect(help.stdout).toMatch(/audit export \[--json\]/);
     expect(readmeCommands()).toMatch(/audit export \[--json\]/);
     const plain = await runCli(["audit", "export", "--state-dir", stateDir]);
@@ -180,7 +198,7 @@ describe("the command word", () => {
   it("`help COMMAND` is that command's --help; an unknown one is refused", async () => {
     for (const command of ["run", "status", "approve", "audit"]) {
       const help = await runCli(["help", command]);
-      const own = await runCli([command, "--help"]);
+      const own = await helpOf([command]);
       expect(help.code, `help ${command}`).toBe(0);
       expect(help.stdout, `help ${command}`).toBe(own.stdout);
       // on stdout, run's too (it was written to stderr: `run --help | grep listen` found nothing)
@@ -270,7 +288,6 @@ describe("the command word", () => {
   });
 
   it("every command's help opens the same way: 'usage: portcullis COMMAND'", async () => {
-    const stateDir = newStateDir();
     for (const command of [
       "run",
       "status",
@@ -294,7 +311,7 @@ describe("the command word", () => {
       "doctor",
       "drill",
     ]) {
-      const help = await runCli([command, "--help"], { stateDir });
+      const help = await helpOf([command]);
       expect(help.code, command).toBe(0);
       // init, vault (unlock, lock) and audit opened with "Usage:", the others with "usage:"
       expect(help.stdout, command).toMatch(/^usage:\s+portcullis /);
