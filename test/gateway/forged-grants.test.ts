@@ -56,7 +56,12 @@ function refusal(e: unknown) {
   return e as { code: number; data: Record<string, unknown> };
 }
 
-async function gateway(project: Project, stateDir: string, cleanup: Cleanup, timeoutMs = 4000) {
+/**
+ * A gateway before the inventory fixture, asking a human for `timeoutMs` (10 s by default: the
+ * CLI's decision of a first call, and a forger's write, must land within it on a loaded machine
+ * with the cases side by side; a case that waits it out does so beside the others).
+ */
+async function gateway(project: Project, stateDir: string, cleanup: Cleanup, timeoutMs = 10_000) {
   const gw = await startInventory(project, ["--approval-timeout", String(timeoutMs)], { stateDir });
   cleanup.push(() => gw.close());
   await gw.client.listTools();
@@ -84,7 +89,7 @@ function forgeGrant(db: Database.Database, p: Pending, grant: string, signature:
 const TIMEOUT = -32058;
 
 // Each case has its own state directory, project and gateways, and most wait out an approval
-// timeout (4 s to 15 s): they run side by side.
+// timeout (10 s to 15 s): they run side by side.
 describe.concurrent("decisions written without the approver key are not honoured", () => {
   it("a request approved or denied by SQL keeps the call waiting; a grant inserted by SQL covers nothing", async ({
     expect,
@@ -218,7 +223,7 @@ describe.concurrent("decisions written without the approver key are not honoured
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
     // The forged grant must be written while the call still waits for a decision: a node process
-    // writes it, which on a loaded machine outlasted the default 4 s wait (the call timed out
+    // writes it, which on a loaded machine outlasted a 4 s wait (the call timed out
     // before the gateway could see the grant, and no line said it was not honoured). The call
     // still ends with the wait; 15 s is room for the forger, not a subject.
     const gw = await gateway(project, stateDir, cleanup, 15_000);

@@ -3,7 +3,7 @@
 // front of the catalog fixture, the real CLI deciding with the passphrase, and the fixture's
 // record of every call it received as the ground truth of what was forwarded. Each case has a
 // gateway, a state directory and a teardown of its own, and they run side by side: three of them
-// wait out a 3 s approval timeout, and the rest mostly wait for processes to start.
+// wait out an approval timeout, and the rest mostly wait for processes to start.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -47,11 +47,13 @@ async function setup(tools: unknown[], runArgs: string[], onTestFinished: (fn: (
   });
   const { stateDir, gw, toolsFile, received } = await recordingCatalogGateway(
     tools,
-    // 3 s unless the test gives its own (an option given twice is refused)
+    // 10 s unless the test gives its own (an option given twice is refused): the CLI's approve of
+    // a first call must land within it on a loaded machine (3 s was outrun with the cases side by
+    // side), and the cases that wait it out do so at the same time
     [
       "--label",
       "bank",
-      ...(runArgs.includes("--approval-timeout") ? [] : ["--approval-timeout", "3000"]),
+      ...(runArgs.includes("--approval-timeout") ? [] : ["--approval-timeout", "10000"]),
       ...runArgs,
     ],
     teardown,
