@@ -7,7 +7,7 @@ import type { ServerConfig } from "../config/config.js";
 import type { AuditSink } from "../gateway/auditSink.js";
 import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { GatewayRegistry } from "../gateway/registry.js";
-import { type TcpEnd, tcpPeerHolders } from "../identity/proc.js";
+import { type TcpEnd, tcpPeerSocket, tcpPeerStillHeldBy } from "../identity/proc.js";
 import { briefly, lockFreeSoon, type Store } from "../store/db.js";
 import { beginStoreEnding, type StoreEnding } from "../store/ending.js";
 import { quotedCommand } from "../store/stateDir.js";
@@ -156,17 +156,17 @@ async function findPeer(ours: TcpEnd, theirs: TcpEnd, log: Logger): Promise<Peer
   const unidentified = (why: string): Peer => ({ pid: null, startTime: null, why, remoteAddress });
   if (process.platform !== "linux")
     return unidentified(`the connecting process is not looked up on ${process.platform}`);
-  let holders = tcpPeerHolders(ours, theirs);
+  let found = tcpPeerSocket(ours, theirs);
   for (const wait of LOOK_AGAIN_MS) {
-    if (holders === null || holders.length < 2) break;
+    if (found === null || found.holders.length < 2) break;
     log.debug(
-      `http: the connecting socket is held by several processes (pids ${pidList(holders)}): looking again in ${wait} ms`,
+      `http: the connecting socket is held by several processes (pids ${pidList(found.holders)}): looking again in ${wait} ms`,
     );
     await new Promise((resolve) => setTimeout(resolve, wait));
-    holders = tcpPeerHolders(ours, theirs);
+    found = tcpPeerSocket(ours, theirs);
   }
-  if (holders?.length !== 1) return unidentified(unidentifiedBecause(holders));
-  const pid = holders[0]!;
+  if (found?.holders.length !== 1) return unidentified(unidentifiedBecause(found?.holders ?? null));
+  const pid = found.holders[0]!;
   // the front is never its own client: a connection it holds both ends of was relayed by it
   // (a CONNECT tunnel through a session's egress proxy), and taken for this process every such
   // connection, whoever opened it, would share one session and its grants
@@ -175,8 +175,7 @@ async function findPeer(ours: TcpEnd, theirs: TcpEnd, log: Logger): Promise<Peer
       "the connecting socket is held by this gateway's own process (a tunnel through its egress proxy), not by a client",
     );
   const startTime = processStartTime(pid);
-  const still = tcpPeerHolders(ours, theirs);
-  if (startTime === null || !still?.includes(pid) || processStartTime(pid) !== startTime)
+  if (startTime === null || !tcpPeerStillHeldBy(found, pid) || processStartTime(pid) !== startTime)
     return unidentified(
       `the connecting process (pid ${pid}) ended or changed as it was read, so none is taken for the client`,
     );

@@ -24,7 +24,16 @@ export {
   recordedPlace,
 } from "./procLiveness.js";
 export { lockHolders } from "./procLocks.js";
-export { pidOfTcpPeer, procNetEnds, type TcpEnd, tcpPeerHolders, tcpPeerUid } from "./procPeer.js";
+export {
+  type PeerSocket,
+  pidOfTcpPeer,
+  procNetEnds,
+  type TcpEnd,
+  tcpPeerHolders,
+  tcpPeerSocket,
+  tcpPeerStillHeldBy,
+  tcpPeerUid,
+} from "./procPeer.js";
 export { notPortcullisPhrase, runsPortcullisCommand } from "./procPortcullis.js";
 export { type Probed, StartTimeProbe } from "./procProbe.js";
 export {

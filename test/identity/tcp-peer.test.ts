@@ -5,7 +5,7 @@
 import { spawn } from "node:child_process";
 import { connect, createServer, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { pidOfTcpPeer, procNetEnds } from "../../src/identity/proc.js";
+import { pidOfTcpPeer, procNetEnds, tcpPeerUid } from "../../src/identity/proc.js";
 import { NODE } from "../helpers/paths.js";
 
 let cleanup: (() => void)[] = [];
@@ -65,4 +65,45 @@ describe("the other end of a loopback connection", () => {
       expect(byAddress.get("127.0.0.2")).toBe(other.pid);
     },
   );
+  // Each file is read only where the end can be listed (an end spelled only in IPv6 is in tcp6
+  // alone) and tcp6 only when tcp did not list it: a client of each family, through a dual-stack
+  // listener (an IPv4 client as ::ffff:127.0.0.1 there), must still be found, by pid and by uid.
+  it.runIf(process.platform === "linux")("is found whatever the families of the two sockets", async () => {
+    const accepted: Socket[] = [];
+    const server = createServer((s) => accepted.push(s));
+    await new Promise<void>((r) => server.listen(0, "::", r));
+    cleanup.push(() => server.close());
+    const port = (server.address() as { port: number }).port;
+    const clients = [
+      connect({ host: "127.0.0.1", port, family: 4 }),
+      connect({ host: "::1", port, family: 6 }),
+      connect({ host: "::ffff:127.0.0.1", port, family: 6 }),
+    ];
+    for (const c of clients) {
+      cleanup.push(() => c.destroy());
+      await new Promise<void>((r) => c.once("connect", () => r()));
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    expect(accepted).toHaveLength(3);
+    const ends = (s: Socket) =>
+      [
+        { address: s.localAddress!, port: s.localPort! },
+        { address: s.remoteAddress!, port: s.remotePort! },
+      ] as const;
+    expect(accepted.map((s) => s.remoteAddress).sort()).toEqual([
+      "::1",
+      "::ffff:127.0.0.1",
+      "::ffff:127.0.0.1",
+    ]);
+    for (const s of accepted) {
+      expect(pidOfTcpPeer(...ends(s))).toBe(process.pid);
+      expect(tcpPeerUid(...ends(s))).toBe(process.getuid!());
+    }
+    // and from the clients' side, the listener's end
+    for (const c of clients) {
+      const ours = { address: c.localAddress!, port: c.localPort! };
+      const theirs = { address: c.remoteAddress!, port: c.remotePort! };
+      expect(pidOfTcpPeer(ours, theirs)).toBe(process.pid);
+    }
+  });
 });
