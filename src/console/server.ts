@@ -241,6 +241,10 @@ function newServer(onRequest: (req: IncomingMessage, res: ServerResponse) => voi
   const server = createServer(onRequest);
   server.on("clientError", parserRefusal);
   server.headersTimeout = 20_000;
+  // Every header is read: node keeps the first 2000 by default and drops the rest unseen, and
+  // 2000 short ones fit in its 16 KiB head, so a proxy's X-Forwarded-* written after a rebound
+  // page's filler escaped the check. The head's size still bounds what is kept.
+  server.maxHeadersCount = 0;
   server.requestTimeout = 60_000;
   return server;
 }

@@ -99,6 +99,10 @@ export class HttpFront {
       });
     });
     server.keepAliveTimeout = 60_000;
+    // Every header is read: node keeps the first 2000 by default and drops the rest unseen, and
+    // 2000 short ones fit in its 16 KiB head, so an Origin or a proxy's X-Forwarded-* written
+    // after them escaped the checks below. The head's size still bounds what is kept.
+    server.maxHeadersCount = 0;
     // No token: whose process connected is the only gate left (httpAccess.ts). Checked as each
     // connection is accepted, before node's HTTP parser has read a byte of it (the bytes arrive
     // in a later turn of the event loop), and a refused one is closed unread: no response is

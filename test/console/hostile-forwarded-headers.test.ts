@@ -117,4 +117,19 @@ describe("a request that came through a proxy", () => {
     expect((await raw(`${base}/login`)).status).toBe(200);
     expect((await raw(`${base}/`)).status).toBe(303);
   });
+
+  it("a rebound page that writes 2000 headers first still has the proxy's forwarding headers seen: 403", async () => {
+    // node keeps a request's first 2000 headers and drops the rest unseen; 2000 short ones fit in
+    // its 16 KiB head, and the proxy appends its own after the page's
+    const filler: Record<string, string> = {};
+    for (let i = 0; i < 2000; i++) filler[`z${i.toString(36).padStart(3, "0")}`] = "";
+    const page = await raw(`${proxyBase}/login`, {
+      headers: { Host: `evil.test:${new URL(proxyBase).port}`, ...filler },
+    });
+    expect(page.status, page.body).toBe(403);
+    expect(page.body).toMatch(/X-Forwarded-/);
+    expect(page.headers["set-cookie"]).toBeUndefined();
+    // the same filler sent directly is served
+    expect((await raw(`${base}/login`, { headers: filler })).status).toBe(200);
+  });
 });
