@@ -11,9 +11,11 @@
 // (a process's descendants and children), procPeer.ts (the process behind a TCP connection),
 // procLiveness.ts (whether a recorded process still runs, across PID namespaces and boots),
 // procPortcullis.ts (whether a recorded pid runs portcullis, by its command line),
-// procLocks.ts (the processes holding a store's write lock) and procSockets.ts (the abstract unix
-// sockets a process holds: the marks a gateway vouches for its approval requests with).
+// procLocks.ts (the processes holding a store's write lock), procSockets.ts (the abstract unix
+// sockets a process holds: the marks a gateway vouches for its approval requests with) and
+// procLimits.ts (this process's descriptor limit, which caps the HTTP front's connections).
 export { describeOsProcess, execImage, isOwnExecutable, type OsProcess, plainExe } from "./procDescribe.js";
+export { openFilesSoftLimit } from "./procLimits.js";
 export {
   inAnotherNamespace,
   judgeLiveness,

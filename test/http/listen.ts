@@ -32,27 +32,31 @@ export async function startListener(
     address?: string;
     /** run LABEL from this portcullis.json (its "listen" key) instead of --listen -- COMMAND */
     configFile?: string;
+    /** a command the gateway runs under (`prlimit --nofile=N:N --`) */
+    prefix?: string[];
   } = {},
 ): Promise<Listener> {
   const stateDir = opts.stateDir ?? newStateDir();
   const label = opts.label ?? "http-test";
+  const args = opts.configFile
+    ? [CLI, "run", "--state-dir", stateDir, "--config", opts.configFile, ...(opts.args ?? []), label]
+    : [
+        CLI,
+        "run",
+        "--state-dir",
+        stateDir,
+        "--label",
+        label,
+        "--listen",
+        opts.address ?? "127.0.0.1:0",
+        ...(opts.args ?? []),
+        // no command: the server is given in `args` (--url URL)
+        ...(command.length > 0 ? ["--", ...command] : []),
+      ];
+  const [program, ...argv] = opts.prefix ? [...opts.prefix, NODE, ...args] : [NODE, ...args];
   const proc = spawn(
-    NODE,
-    opts.configFile
-      ? [CLI, "run", "--state-dir", stateDir, "--config", opts.configFile, ...(opts.args ?? []), label]
-      : [
-          CLI,
-          "run",
-          "--state-dir",
-          stateDir,
-          "--label",
-          label,
-          "--listen",
-          opts.address ?? "127.0.0.1:0",
-          ...(opts.args ?? []),
-          // no command: the server is given in `args` (--url URL)
-          ...(command.length > 0 ? ["--", ...command] : []),
-        ],
+    program!,
+    argv,
     // no console started on demand for the approval requests these gateways make (it outlives them)
     { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, PORTCULLIS_NO_CONSOLE: "1", ...opts.env } },
   );
