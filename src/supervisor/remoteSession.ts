@@ -12,6 +12,7 @@ import { sha256Tag } from "../util/canonical.js";
 import { cutShort } from "../util/cut.js";
 import { envMs } from "../util/envMs.js";
 import type { Logger } from "../util/log.js";
+import { SparingWarnings } from "../util/sparingWarnings.js";
 import type { EpochReason } from "./link.js";
 import { noteSelf, type Queued, type RemoteGeneration, type ShownValues } from "./remoteEpoch.js";
 import { type HeaderSpec, type ResolvedHeaders, resolveHeaders, type SecretLookup } from "./remoteHeaders.js";
@@ -84,6 +85,12 @@ export class SessionExchanges {
   /** the server's answers and streams being read: left unread while the client is backed up */
   private readonly reading = new Set<IncomingMessage>();
   private unread = false;
+  /**
+   * Events that are not JSON, said at once and then at most once a minute with a count: the
+   * gateway's warnings are the one way a remote server writes to the host's log, and a line per
+   * event let a stream of tiny garbage events write about nine times the bytes it sent there.
+   */
+  private readonly notJson: SparingWarnings;
 
   constructor(
     private readonly o: SessionOptions,
@@ -91,6 +98,7 @@ export class SessionExchanges {
     private readonly owner: EpochOwner,
   ) {
     this.maxBytes = o.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    this.notJson = new SparingWarnings((line) => o.log.warn(line));
   }
 
   /**
@@ -662,7 +670,7 @@ export class SessionExchanges {
     try {
       msg = JSON.parse(data);
     } catch {
-      this.o.log.warn("dropped an event from the remote server that is not JSON");
+      this.notJson.say("not-json", "dropped an event from the remote server that is not JSON");
       return;
     }
     for (const [one, written] of messagesOf(msg, data)) {
@@ -792,7 +800,7 @@ export class SessionExchanges {
         try {
           msg = JSON.parse(e.data);
         } catch {
-          this.o.log.warn("dropped an event from the remote server that is not JSON");
+          this.notJson.say("not-json", "dropped an event from the remote server that is not JSON");
           return;
         }
         for (const [one, written] of messagesOf(msg, e.data)) {
