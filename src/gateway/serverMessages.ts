@@ -17,6 +17,7 @@ import type { LinkGeneration as Generation, ServerLink } from "../supervisor/lin
 import { sameJson } from "../util/canonical.js";
 import { MAX_MESSAGE_DEPTH } from "../util/jsonDepth.js";
 import type { Logger } from "../util/log.js";
+import { SparingWarnings } from "../util/sparingWarnings.js";
 import type { ReleasedValues } from "../vault/scrub.js";
 import { exactReadNumbers, transportRewrites, writtenAgain, writtenNumber } from "./asWritten.js";
 import type { ClientSession } from "./clientSession.js";
@@ -71,7 +72,17 @@ export interface ServerMessagesPorts {
  * deep, not JSON-RPC) is answered so that nobody waits for it.
  */
 export class ServerMessages {
-  constructor(private readonly p: ServerMessagesPorts) {}
+  /**
+   * A server's messages dropped unread (too deep, invalid, too large, answering no request):
+   * each kind said at once, then at most once a minute with a count. A server writes to the
+   * host's log through these lines (a server reached by URL through nothing else), and one line
+   * per message let it write there many times the bytes it sent.
+   */
+  private readonly dropped: SparingWarnings;
+
+  constructor(private readonly p: ServerMessagesPorts) {
+    this.dropped = new SparingWarnings((line) => p.log.warn(line));
+  }
 
   /** `own`: a message the link wrote itself in the server's place (a remote server's HTTP error), not the server's */
   onLine(text: string, gen: Generation, own = false): void {
@@ -89,7 +100,10 @@ export class ServerMessages {
     if (this.p.log.debugging !== false) this.p.log.debug(`← server ${this.p.quote(text)}`);
     const c = parseLine(text);
     if (c.kind === "invalid" && c.tooDeep) {
-      this.p.log.warn(`dropped a message from the server nested deeper than ${MAX_MESSAGE_DEPTH} levels`);
+      this.dropped.say(
+        "too-deep",
+        `dropped a message from the server nested deeper than ${MAX_MESSAGE_DEPTH} levels`,
+      );
       if (c.id === null) return;
       this.answerDropped(gen, c.id, writtenIdOf(text, c.id), c.tooDeep.hasMethod, {
         request: refuse.requestTooDeep(MAX_MESSAGE_DEPTH, "dropped"),
@@ -105,7 +119,11 @@ export class ServerMessages {
         this.p.log.info(
           `node --watch (node's watch mode) said: ${this.p.quote(text)} (not a message; dropped)`,
         );
-      else this.p.log.warn(`dropped an invalid message from the server: ${c.reason}: ${this.p.quote(text)}`);
+      else
+        this.dropped.say(
+          `invalid: ${c.reason}`,
+          `dropped an invalid message from the server: ${c.reason}: ${this.p.quote(text)}`,
+        );
       // a malformed answer or request that names an id: whoever waits on it is answered, never
       // left waiting (a call's end recorded as an error); of a line that is not even JSON, only
       // its id is read
@@ -156,7 +174,7 @@ export class ServerMessages {
    * of the server gets an error back; a notification is only logged.
    */
   onOversize(bytes: number, gen: Generation, rawId: string | null, hasMethod: boolean): void {
-    this.p.log.warn(`dropped a ${bytes}-byte message from the server (over the size limit)`);
+    this.dropped.say("too-large", `dropped a ${bytes}-byte message from the server (over the size limit)`);
     if (rawId === null) return;
     this.answerDropped(gen, JSON.parse(rawId) as Id, rawId, hasMethod, {
       request: refuse.requestTooLarge(bytes, "dropped"),
@@ -228,7 +246,10 @@ export class ServerMessages {
       // found in it while most of its digits would be logged.
       // Cut short: a string id may be as long as a line (64 MiB).
       const id = text === undefined || msg.id === null ? JSON.stringify(msg.id) : writtenIdOf(text, msg.id);
-      this.p.log.warn(`dropped a response from the server with an unknown id ${this.p.shown(id)}`);
+      this.dropped.say(
+        "unknown-id",
+        `dropped a response from the server with an unknown id ${this.p.shown(id)}`,
+      );
       return;
     }
     if (entry.origin === "gateway") {

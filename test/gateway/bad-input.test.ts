@@ -190,7 +190,8 @@ describe("messages nested deeper than the gateway reads (512 levels)", () => {
     const echo = await gw.request("tools/call", { name: "echo", arguments: { text: "still serving" } });
     expect(JSON.stringify(echo.result)).toContain("still serving");
     await waitForText(gw, /answer to deep-request: "message_too_deep"/);
-    expect(gw.stderr().match(/from the server nested deeper than 512 levels/g)).toHaveLength(3);
+    // three dropped, said once: a server's dropped messages are thinned by kind (serverMessages.ts)
+    expect(gw.stderr().match(/from the server nested deeper than 512 levels/g)).toHaveLength(1);
     // nothing of the deep lines reached the client
     expect(gw.lines().every((l) => l.length < 10_000)).toBe(true);
   });
