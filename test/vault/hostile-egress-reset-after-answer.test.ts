@@ -7,17 +7,13 @@
 // Node's socket took the failed write for the connection's end and destroyed it unread: the
 // client got a 502 ("write ECONNRESET") for a request the upstream had answered, recorded
 // `failed`. (Inside a tunnel the proxy's own connection read the answer first: not changed.)
-import { writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { connect, type Socket } from "node:net";
-import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { auditEvents } from "../helpers/approvals.js";
 import { tempDir, waitFor } from "../helpers/files.js";
-import { startGateway } from "../helpers/gateway.js";
-import { newStateDir } from "../helpers/state.js";
-import { type Gw, nodeServer, proxyPort } from "./egress-kit.js";
-import { preloadedProxy } from "./egress-preloaded-proxy.js";
+import type { Gw } from "./egress-kit.js";
+import { preloadedProxy, recordingProxy } from "./egress-preloaded-proxy.js";
 import { httpsUpstream } from "./egress-upstreams.js";
 
 /** How long an awaited event may take before the test says which never came (no duration is asserted). */
@@ -49,16 +45,10 @@ let port: number;
 beforeAll(async () => {
   await new Promise<void>((r) => plain.listen(0, "127.0.0.1", r));
   tls = await httpsUpstream(tempDir("portcullis-reset-"), answerThenReset);
-  const dir = tempDir("portcullis-reset-");
   // no credential: a proxy of its own all the same, which reads absolute-form requests
-  writeFileSync(
-    join(dir, "portcullis.json"),
-    JSON.stringify({ servers: { api: { ...nodeServer, egress: "record" } } }),
-  );
-  stateDir = newStateDir();
-  gw = await startGateway({ args: ["api"], cwd: dir, stateDir, env: { NODE_EXTRA_CA_CERTS: tls.caFile } });
-  await gw.client.listTools();
-  port = await proxyPort(gw);
+  ({ gw, port, stateDir } = await recordingProxy("portcullis-reset-", {
+    env: { NODE_EXTRA_CA_CERTS: tls.caFile },
+  }));
 }, 30_000);
 
 afterAll(async () => {
