@@ -148,16 +148,19 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
   // an answer written before the upstream reset a connection whose request body it left unread
   // is read and given on, not lost with the write that met the reset (refusedWrites.ts): where a
   // feature test proves the way works on this Node, said when it does not. The test (a loopback
-  // connection, 5 to 60 ms) runs while the server starts, not before; a request read before it
-  // ends waits for it (forward), so that its answer does not depend on how loaded the machine
-  // was (at load 20 the first upload's 413 came back a 502). A tunnel passed through untouched
-  // that opens before it ends is as Node makes it, which is what a failed test leaves.
+  // connection, 5 to 60 ms) runs while the server starts, not before; every connection to an
+  // upstream that would be made before it ends waits for it: an absolute-form request's (forward),
+  // a tunnel's the proxy reads (the pool's, upstreams.ts) and one's passed through untouched
+  // (afterPastRefusalsFound). Made before, it was as Node makes it for its whole life, the test's
+  // answer notwithstanding, and whether an answer written before a reset reached the client
+  // depended on how loaded the machine was (at load 20 the first upload's 413 came back a 502).
   const pastRefusals: RefusedWriting = { works: false, tls: false };
   let pastRefusalsKnown = false;
   // (the test answers, never throws)
   const pastRefusalsTested = refusedWriting().then((proven) => {
     Object.assign(pastRefusals, proven);
     pastRefusalsKnown = true;
+    return pastRefusals;
   });
   void pastRefusalsTested
     .then(async () => {
@@ -169,7 +172,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
   readPastRefusedWrites(agents.https, () => pastRefusals.tls);
   const leaves = new Map<string, { ctx: SecureContext; until: number }>();
   const holder = new HolderClient(o.stateDir);
-  const pool = upstreams(o.extraCa, pastRefusals);
+  const pool = upstreams(o.extraCa, () => pastRefusalsTested);
   const open = new Set<Duplex>();
   /**
    * For each request read and not yet recorded (its answer still coming, or none yet), what
@@ -496,7 +499,22 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
   const reachedItself = (up: Socket) =>
     up.remotePort === listening && (up.remoteAddress ?? "").replace(/^::ffff:/i, "") === PROXY_ADDRESS;
 
-  const tunnelUntouched = (socket: Duplex, head: Buffer, dest: Destination) => {
+  /**
+   * `dial` once the feature test has ended (at once after it), so that the tunnel's connection to
+   * its upstream is made as the test found (above); not at all if the client's connection closed
+   * meanwhile (the client's bytes wait in its socket, unread: Node's server hands over a CONNECT's
+   * socket paused).
+   */
+  const afterPastRefusalsFound = (socket: Duplex, dial: () => void) => {
+    if (pastRefusalsKnown) return dial();
+    void pastRefusalsTested.then(() => {
+      if (!socket.destroyed) dial();
+    });
+  };
+
+  const tunnelUntouched = (socket: Duplex, head: Buffer, dest: Destination) =>
+    afterPastRefusalsFound(socket, () => dialUntouched(socket, head, dest));
+  const dialUntouched = (socket: Duplex, head: Buffer, dest: Destination) => {
     const up = netConnect({ host: dest.host, port: dest.port });
     // an answer written before the upstream reset the connection under the client's bytes is
     // given on, then the tunnel's end (refusedWrites.ts)
@@ -594,7 +612,9 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
   };
 
   /** The 200 has been sent and bytes are buffered: connect and pass everything through. */
-  const tunnelUntouchedAfter = (socket: Socket, dest: Destination) => {
+  const tunnelUntouchedAfter = (socket: Socket, dest: Destination) =>
+    afterPastRefusalsFound(socket, () => dialUntouchedAfter(socket, dest));
+  const dialUntouchedAfter = (socket: Socket, dest: Destination) => {
     const up = netConnect({ host: dest.host, port: dest.port });
     if (pastRefusals.works) readOnPastRefusal(up);
     up.setTimeout(timeoutMs, () => up.destroy());

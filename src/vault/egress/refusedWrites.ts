@@ -24,7 +24,8 @@ import { TLSSocket } from "node:tls";
  * This leans on Node's internals: a socket's private `_write`/`_writev`, which Node's Writable
  * calls for each write and whose callback is told of a failed one (net.Socket's, which TLSSocket
  * inherits). So it is kept only if a feature test at the proxy's start proves it works on this
- * Node (`refusedWriting`, below): otherwise the connections are left as Node makes them, and an
+ * Node (`refusedWriting`, below), and the proxy makes no connection to an upstream before the
+ * test has ended (proxy.ts): otherwise the connections are left as Node makes them, and an
  * upstream's answer written before such a reset is lost as it was (a 502, recorded `failed`):
  * nothing is sent on that would not be, and nothing waits.
  */

@@ -15,7 +15,8 @@ import { type RefusedWriting, readOnPastRefusal, refusedOn } from "./refusedWrit
  *
  * Each connection reads on past a body write the upstream refused by resetting it, where the
  * proxy's feature test found that way working (refusedWrites.ts): the answer it wrote before the
- * reset is given on, and such a connection is never kept.
+ * reset is given on, and such a connection is never kept. A connection is made only once the test
+ * has ended: one made before would be as Node makes it, and kept, for its whole life.
  */
 
 export interface Handlers {
@@ -78,7 +79,11 @@ class Conn implements Upstream {
   }
 }
 
-export function upstreams(extraCa?: string, pastRefusals?: RefusedWriting): Upstreams {
+export function upstreams(
+  extraCa?: string,
+  /** the proxy's feature test: what it found, once it has ended (refusedWrites.ts) */
+  pastRefusalsFound?: () => Promise<RefusedWriting>,
+): Upstreams {
   let context: SecureContext | null = null;
   const secureContext = () => {
     context ??= createSecureContext(extraCa ? { ca: [...rootCertificates, extraCa] } : {});
@@ -89,7 +94,12 @@ export function upstreams(extraCa?: string, pastRefusals?: RefusedWriting): Upst
   const all = new Set<Socket>();
   const keyOf = (dest: Destination, scheme: string) => `${scheme}://${destinationText(dest)}`;
 
-  const connect = (dest: Destination, scheme: "http" | "https", timeoutMs: number): Promise<Socket> =>
+  const connect = (
+    dest: Destination,
+    scheme: "http" | "https",
+    timeoutMs: number,
+    pastRefusals: RefusedWriting | undefined,
+  ): Promise<Socket> =>
     new Promise((resolve, reject) => {
       const key = keyOf(dest, scheme);
       const socket =
@@ -142,7 +152,8 @@ export function upstreams(extraCa?: string, pastRefusals?: RefusedWriting): Upst
         if (!c.socket.destroyed && c.socket.writable && c.socket.readable) return c;
         c.discard();
       }
-      return new Conn(await connect(dest, scheme, timeoutMs), list);
+      const pastRefusals = await pastRefusalsFound?.();
+      return new Conn(await connect(dest, scheme, timeoutMs, pastRefusals), list);
     },
     close() {
       for (const s of all) s.destroy();
