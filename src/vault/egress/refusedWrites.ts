@@ -78,8 +78,13 @@ export interface RefusedWriting {
   tls: boolean;
 }
 
-/** How long the feature test waits for each of its steps (loopback: far more than any takes). */
-const PROBE_BOUND_MS = 2_000;
+/**
+ * How long the feature test waits for each of its steps: on loopback a step takes a few ms, and a
+ * gateway starting on a loaded machine (two CPUs, load 15) took over 2 s for one. The bound only
+ * ends a test that would hang (a Node whose socket neither fails nor reads on), while the first
+ * requests wait for it; a bound run past fails the test, and every such answer is a 502.
+ */
+const PROBE_BOUND_MS = 10_000;
 const PROBE_ANSWER = "portcullis refused-write probe";
 
 let probed: Promise<RefusedWriting> | null = null;
@@ -128,10 +133,17 @@ async function probe(): Promise<boolean> {
       server.listen(0, "127.0.0.1", resolve);
     });
     const port = (server.address() as { port: number }).port;
-    const bound = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error("the probe's step never came")), PROBE_BOUND_MS);
-    });
-    const within = <T>(p: Promise<T>) => Promise.race([p, bound]);
+    // each step bounded from its own start: with one bound for the whole test (2 s), a gateway
+    // starting on a loaded machine (its loop held by other work between the steps) ran past it,
+    // and the test failed on a Node where the way works: every such answer a 502 (said at start)
+    const within = <T>(p: Promise<T>) =>
+      Promise.race([
+        p,
+        new Promise<never>((_, reject) => {
+          clearTimeout(timer);
+          timer = setTimeout(() => reject(new Error("the probe's step never came")), PROBE_BOUND_MS);
+        }),
+      ]).finally(() => clearTimeout(timer));
     // the peer: this process's own connection only (loopback is open to other users' processes)
     const accepted = new Promise<Socket>((resolve) => {
       server.on("connection", (s: Socket) => {
