@@ -8,15 +8,19 @@
 // client got a 502 ("write ECONNRESET") for a request the upstream had answered, recorded
 // `failed`. Below, the same while the proxy's feature test of that way still runs, put off with
 // test/fixtures/refused-writes-slow.cjs: in absolute form and in CONNECT tunnels, read by the proxy
-// and passed through untouched. (Tunnels with the test ended: hostile-egress-tunnel-reset.test.ts.)
+// and passed through untouched (to an undeclared host, and to a declared one it cannot read), and
+// with the test held between its steps. (Tunnels with the test ended: hostile-egress-tunnel-reset.)
+import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { connect, type Socket } from "node:net";
+import { connect as tlsConnect } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { auditEvents } from "../helpers/approvals.js";
 import { tempDir, waitFor } from "../helpers/files.js";
 import type { Gw } from "./egress-kit.js";
 import { preloadedProxy, recordingProxy } from "./egress-preloaded-proxy.js";
 import { httpsUpstream } from "./egress-upstreams.js";
+import { within as withinBound } from "./rawProxyKit.js";
 
 /** How long an awaited event may take before the test says which never came (no duration is asserted). */
 const BOUND = 20_000;
@@ -120,6 +124,53 @@ async function tunnelUpload(proxy: number, authority: string): Promise<string> {
   }
 }
 
+/**
+ * The same upload inside TLS spoken through the tunnel to `authority` (an https:// upstream the
+ * proxy passes through untouched): what the client read, decrypted, by the end of the TLS stream.
+ */
+async function tlsTunnelUpload(proxy: number, authority: string, ca: string): Promise<string> {
+  const s = connect({ port: proxy, host: "127.0.0.1" });
+  s.on("error", () => {});
+  let head = "";
+  const opened = new Promise<void>((resolve) => {
+    const onData = (d: Buffer) => {
+      head += d.toString("latin1");
+      if (!head.includes("\r\n\r\n")) return;
+      s.off("data", onData);
+      resolve();
+    };
+    s.on("data", onData);
+  });
+  await new Promise((r) => s.once("connect", r));
+  s.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`);
+  await withinBound(opened, "the proxy's answer to the CONNECT", BOUND);
+  expect(head).toMatch(/^HTTP\/1\.1 200 /);
+  // (the handshake once the tunnel is open: its first bytes are the tunnel's)
+  const t = tlsConnect({ socket: s, ca, host: "127.0.0.1", rejectUnauthorized: true });
+  try {
+    // (the upstream's reset after its answer ends the stream with an error)
+    t.on("error", () => {});
+    let read = "";
+    t.on("data", (d: Buffer) => {
+      read += d.toString("latin1");
+    });
+    const ended = new Promise((r) => t.once("close", r));
+    await withinBound(new Promise((r) => t.once("secureConnect", r)), "the TLS handshake", BOUND);
+    t.write(
+      `POST /upload HTTP/1.1\r\nHost: ${authority}\r\nContent-Length: ${BODY}\r\n\r\n${"a".repeat(BODY / 4)}`,
+    );
+    for (let k = 0; k < 12 && !t.destroyed; k++) {
+      await new Promise((r) => setTimeout(r, 2));
+      if (!t.destroyed) t.write("a".repeat(BODY / 16));
+    }
+    await withinBound(ended, "the end of the TLS stream", BOUND);
+    return read;
+  } finally {
+    t.destroy();
+    s.destroy();
+  }
+}
+
 /** The egress records of 127.0.0.1:`p` in `dir`, as [outcome, status, requests] (requests alike summed over the recorder's windows). */
 async function recordsOf(p: number, dir = stateDir) {
   const events = await waitFor(
@@ -151,11 +202,11 @@ for (const scheme of ["http", "https"] as const) {
 }
 
 // The feature test runs while the server starts; every connection to an upstream that would be
-// made before it ends waits for it. The first three cases below have a gateway each whose test is
+// made before it ends waits for it. The first four cases below have a gateway each whose test is
 // put off 6 s (refused-writes-slow.cjs): the gateway is up and its proxy listening before it ends.
 // Each asserts that its first answer came after the test went on (made as Node alone makes it,
 // the connection gave the 413 or not depending on the load) and that every answer reached the
-// client. The last has the test held between its steps. All four run at once, to keep the file
+// client. The last has the test held between its steps. All five run at once, to keep the file
 // short.
 const SLOW = "refused-writes-slow.cjs";
 const testWentOn = async (gw: Gw) =>
@@ -217,6 +268,29 @@ describe.concurrent("the feature test on a loaded machine", () => {
       for (const read of reads) expect(read).toMatch(tunnelled413);
       expect(answeredAt).toBeGreaterThanOrEqual(await testWentOn(slow.gw));
       expect(await recordsOf(upstreamPort, slow.stateDir)).toEqual([["forwarded", 413, ROUNDS]]);
+    } finally {
+      await slow.gw.close();
+    }
+  }, 60_000);
+
+  // A tunnel to a declared host the proxy cannot read (no leaf: the vault is locked, no holder runs)
+  // is passed through untouched too, its upstream dialled once the test ended. Before, at once.
+  it("a tunnel to a declared host passed through untouched waits for it: each answer reaches the client", async () => {
+    const upstream = `127.0.0.1:${tls.port}`;
+    const slow = await recordingProxy("portcullis-reset-slow-unread-", {
+      preload: SLOW,
+      declared: [upstream],
+    });
+    try {
+      const ca = readFileSync(tls.caFile, "utf8");
+      const reads = [await tlsTunnelUpload(slow.port, upstream, ca)];
+      const answeredAt = Date.now();
+      while (reads.length < ROUNDS) reads.push(await tlsTunnelUpload(slow.port, upstream, ca));
+      for (const read of reads) {
+        expect(read).toMatch(/^HTTP\/1\.1 413 [^\r]*\r\n/);
+        expect(read).toMatch(/\r\n\r\ntoo long$/);
+      }
+      expect(answeredAt).toBeGreaterThanOrEqual(await testWentOn(slow.gw));
     } finally {
       await slow.gw.close();
     }
