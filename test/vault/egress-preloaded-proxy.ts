@@ -4,7 +4,7 @@
 // feature the egress proxy tests for at its start made to fail or to take long). For the tests of
 // the proxy's fallbacks where such a way does not work (hostile-egress-interim-fallback,
 // hostile-egress-refused-writes-fallback) and of the reading past a refused write
-// (hostile-egress-reset-after-answer).
+// (hostile-egress-reset-after-answer and its -loaded sibling).
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tempDir } from "../helpers/files.js";
