@@ -305,7 +305,8 @@ const PLAIN_NAME = /^[A-Za-z0-9_.:/@-]{1,128}$/;
 /**
  * A tool or field name for display: bare when plain, otherwise quoted, with `\` and `"` escaped
  * and every hidden character written as an escape. Two different names never display the same
- * (the quoted form decodes back to the name), whatever characters a server put in them.
+ * (the quoted form decodes back to the name), whatever characters a server put in them, nor are
+ * drawn alike (escapeName: a name not in its canonical form is spelled out).
  */
 export function displayName(name: string): string {
   return PLAIN_NAME.test(name) ? name : quotedName(name);
@@ -330,7 +331,13 @@ export function quotedName(name: string): string {
 }
 
 function escapeName(name: string): string {
-  return markHidden(name.replace(/[\\"]/g, "\\$&"), escapeCodePoint);
+  const shown = markHidden(name.replace(/[\\"]/g, "\\$&"), escapeCodePoint);
+  // A terminal or a browser draws text as its canonical form: `café` and `cafe` + U+0301, `Å` and
+  // `A` + U+030A or the Angstrom sign U+212B, Hangul syllables and their jamo, all look the same.
+  // A name shown otherwise than in that form (not NFC, or made so by the escapes) has every
+  // character beyond ASCII written as an escape, so two names never draw alike.
+  if (shown.normalize("NFC") === shown) return shown;
+  return shown.replace(/[^\x20-\x7e]/gu, (c) => escapeCodePoint(c.codePointAt(0)!));
 }
 
 /** `s` cut to `max` characters, with a count of what was cut. */

@@ -48,6 +48,9 @@ describe("look-alike tool names", () => {
       },
       { name: TAGS, description: "Tag twin \u{E0069}\u{E0067}\u{E006E}.", inputSchema: INPUTS },
       { name: CYRILLIC, description: "Cyrillic twin.", inputSchema: INPUTS },
+      // one name as NFC and as NFD writes it: a terminal draws both as café
+      { name: "caf\u00e9", description: "Composed.", inputSchema: INPUTS },
+      { name: "cafe\u0301", description: "Decomposed twin.", inputSchema: INPUTS },
     ]);
     const { gw, stateDir } = await catalogGateway(
       cat,
@@ -85,12 +88,15 @@ describe("look-alike tool names", () => {
       for (const [, next] of tools) expect(next).toContain("this name is not plain ASCII");
     }
 
-    // catalog show: four names, none alike, the tags of the description visible.
+    // catalog show: six names, none alike, the tags of the description visible.
     const show = await runCli(["catalog", "show", "shop", "--state-dir", stateDir]);
     expect(show.code, show.stderr).toBe(0);
     expect(show.stdout).not.toMatch(HIDDEN);
     expect(show.stdout).toContain('"deploy\\u00ad" — Soft hyphen twin.');
     expect(show.stdout).toContain('"deploy\\u{e0041}\\u{e0042}" — Tag twin \\u{e0069}\\u{e0067}\\u{e006e}.');
+    // the decomposed café is spelled out, so the two are not drawn alike
+    expect(show.stdout).toContain('"caf\u00e9" — Composed.');
+    expect(show.stdout).toContain('"cafe\\u0301" — Decomposed twin.');
 
     // The console's page of pending requests: the names as on the terminal, and the warning.
     const console_ = await startConsoleProcess(stateDir);

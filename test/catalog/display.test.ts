@@ -59,6 +59,15 @@ const TRICKY = [
   "e",
   " ",
   "\u043e",
+  // canonically equivalent spellings: drawn alike, a terminal or browser composing them
+  "\u0301",
+  "\u030a",
+  "\u00e9",
+  "\u00c5",
+  "\u212b",
+  "\u1100",
+  "\u1161",
+  "\uac00",
 ];
 
 /** Any string: raw UTF-16 (lone surrogates included), or made mostly of the tricky characters. */
@@ -108,6 +117,34 @@ describe("displayed text", () => {
         if (a !== b) expect(displayName(a)).not.toBe(displayName(b));
       }),
       { numRuns: 2000 },
+    );
+  });
+
+  it("names a terminal draws alike (one a canonical form of the other) display differently", () => {
+    // each group is one name as NFC, NFD or a canonical singleton writes it: drawn the same
+    const groups = [
+      ["caf\u00e9", "cafe\u0301"],
+      ["\u00c5", "A\u030a", "\u212b"],
+      ["\u03a9", "\u2126"],
+      ["\uac00", "\u1100\u1161"],
+    ];
+    for (const names of groups) {
+      const drawn = names.map((n) => displayName(n).normalize("NFC"));
+      expect(new Set(drawn).size, JSON.stringify(names)).toBe(names.length);
+    }
+    // the name in its canonical form keeps its letters; the others are spelled out
+    expect(displayName("caf\u00e9")).toBe('"caf\u00e9"');
+    expect(displayName("cafe\u0301")).toBe('"cafe\\u0301"');
+    expect(displayName("\u212b")).toBe('"\\u212b"');
+    fc.assert(
+      fc.property(anyString, anyString, (a, b) => {
+        if (a !== b) expect(displayName(a).normalize("NFC")).not.toBe(displayName(b).normalize("NFC"));
+        const forms = [a, a.normalize("NFC"), a.normalize("NFD"), a.normalize("NFKC")];
+        for (const f of forms) expect(readBack(displayName(f))).toBe(f);
+        for (const f of forms)
+          if (f !== a) expect(displayName(f).normalize("NFC")).not.toBe(displayName(a).normalize("NFC"));
+      }),
+      { numRuns: 3000 },
     );
   });
 
