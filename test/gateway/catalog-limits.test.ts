@@ -1,8 +1,8 @@
 // A catalog too large to keep: every page of a tools/list is kept until the last one came, so
 // pagination without end (or with pages as large as a message may be) is cut off by cumulative
-// limits on the tools and their size, and answered catalog_unavailable naming the limit, before
-// it can exhaust the gateway's memory. Real gateway (its heap capped), real fixture server
-// (unruly.mjs, endless mode), raw client.
+// limits on the tools and their size (and empty pages by their number), and answered
+// catalog_unavailable naming the limit, before it can exhaust the gateway's memory. Real gateway
+// (its heap capped), real fixture server (unruly.mjs, endless mode), raw client.
 import { afterEach, describe, expect, it } from "vitest";
 import { MAX_CATALOG_CHARS, MAX_CATALOG_TOOLS } from "../../src/gateway/catalogSync.js";
 import type { WireMessage } from "../helpers/gateway.js";
@@ -58,4 +58,14 @@ describe("a tool list whose pages never end", () => {
     unavailable(list, new RegExp(`too large \\(over ${MAX_CATALOG_TOOLS} tools after 11 pages`));
     expect((await gw.request("ping")).result).toEqual({});
   }, 90_000);
+
+  it("empty pages, each with a fresh cursor: neither limit grows, so the fetch is refused after 1000 pages, not at the deadline", async () => {
+    // no tool and a short cursor per page: 32 MiB of cursors is millions of pages, and the fetch's
+    // deadline two minutes of a loop; the page count (MAX_PAGES, catalogSync.ts) ends it first
+    const gw = endless(0, 0);
+    await gw.initialize();
+    const list = await gw.request("tools/list", undefined, 30_000);
+    unavailable(list, /pagination does not end \(over 1000 pages\)/);
+    expect((await gw.request("ping")).result).toEqual({});
+  }, 60_000);
 });
