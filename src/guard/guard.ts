@@ -389,6 +389,13 @@ export async function decide(o: DecideOptions, attempt = 1): Promise<Verdict> {
     // The wait may have spanned an epoch change: the approval is for the epoch it named.
     const now = server();
     if (now.epoch !== call.epoch) return decide(o, attempt);
+    // Or a catalog change within the epoch: the human approved the tool as the review showed
+    // it, and a definition listed since (a new input, a wider enum, "also deletes") was never
+    // seen. The call is judged again on the current catalog (the client, behind, is told the
+    // tool changed; a grant the change expands past no longer covers it), never forwarded on
+    // the definition it was held under.
+    if (!o.read && now.snapshot?.byName.get(call.tool)?.fingerprint !== call.fingerprint)
+      return decide(o, attempt);
   }
   // 8. the intent record, durably, before anything is forwarded. The grant is read again in the
   // same transaction: a revoke that landed meanwhile means this decision is made again.
