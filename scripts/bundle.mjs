@@ -143,15 +143,23 @@ const FILES = {
   doctor: { file: "doctor.cjs", commands: ["doctor"] },
   console: { file: "console.cjs", commands: ["console"] },
   drill: { file: "drill.cjs", commands: ["drill"] },
-  vault: { file: "vault.cjs", commands: ["vault", "unlock", "lock", "__vault-holder"] },
+  // main.ts loads each of these from a module of its own (./vault.js, ./unlock.js, …)
+  vault: {
+    file: "vault.cjs",
+    commands: ["vault", "unlock", "lock", "__vault-holder"],
+    modules: ["vault", "unlock", "lock", "vaultHolder"],
+  },
   egress: { file: "egress.cjs", commands: ["egress"] },
   approvals: { file: "approvals.cjs", commands: ["approvals", "approve", "deny", "grants", "revoke"] },
   demo: { file: "cli.js", commands: ["demo"] },
 };
 const MAIN_TS = join(REPO, "src", "cli", "main.ts");
-/** An esbuild plugin: the modules of main.ts's commands but `keep` are a throw, not code. */
+/** An esbuild plugin: the modules of main.ts's commands but `keep`'s are a throw, not code. */
 const leaveOutBut = (keep, file) => {
-  const others = Object.keys(FILES).filter((m) => m !== keep);
+  // the modules main.ts imports for an entry: its `modules`, else the one named as the entry
+  const others = Object.entries(FILES)
+    .filter(([m]) => m !== keep)
+    .flatMap(([m, { modules }]) => modules ?? [m]);
   const filter = new RegExp(`^\\./(${others.join("|")})\\.js$`);
   return {
     name: "other-commands-left-out",

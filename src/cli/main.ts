@@ -226,11 +226,11 @@ const commands: Record<string, () => Promise<Command>> = {
     const { vaultCommand, vaultSubcommand } = await import("./vault.js");
     return withStateDir("vault", vaultCommand, "reads", true, vaultSubcommand);
   },
-  unlock: async () => withStateDir("unlock", (await import("./vault.js")).unlockCommand, "reads"),
-  lock: async () => withStateDir("lock", (await import("./vault.js")).lockCommand, "reads"),
+  unlock: async () => withStateDir("unlock", (await import("./unlock.js")).unlockCommand, "reads"),
+  lock: async () => withStateDir("lock", (await import("./lock.js")).lockCommand, "reads"),
   egress: async () => (await import("./egress.js")).egressCommand,
   "__vault-holder": async () =>
-    withStateDir("__vault-holder", (await import("./vault.js")).holderProcess, "reads"),
+    withStateDir("__vault-holder", (await import("./vaultHolder.js")).holderProcess, "reads"),
 };
 for (const name of ["approvals", "approve", "deny", "grants", "revoke"] as const) {
   commands[name] = async () => {

@@ -1,5 +1,5 @@
 // `portcullis vault rm NAME` killed with SIGKILL while the vault is unlocked. rm tells the running
-// vault holder to forget the secret, then removes it from the store (src/cli/vault.ts, vaultRm).
+// vault holder to forget the secret, then removes it from the store (src/cli/vaultRm.ts).
 // Killed between the two, the vault still lists a secret the holder no longer releases (calls
 // that need it are refused; `vault list` says so), never the other way round: before, the store
 // went first, and an rm killed there left a holder releasing, to every gateway that asked until

@@ -67,7 +67,7 @@ const BOUNDED_INPUT: [string, string, string][] = [
   ],
   ["src/cli/run.ts", "/^[^A-Za-z0-9]+/", `${ARGV} (the server's command, for its label)`],
   ["src/cli/runRemote.ts", "/^[^A-Za-z0-9]+/", `${ARGV} (a configured URL's host, for its label)`],
-  ["src/cli/vault.ts", "/^(?:(\\d+)h)?(?:(\\d+)m)?(?:(\\d+)s)?$/", ARGV],
+  ["src/cli/unlockDuration.ts", "/^(?:(\\d+)h)?(?:(\\d+)m)?(?:(\\d+)s)?$/", ARGV],
   [
     "src/config/jsonSyntax.ts",
     "/at position (\\d+)/",

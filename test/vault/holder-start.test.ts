@@ -1,7 +1,8 @@
-// Starting and ending the vault holder (src/cli/vault.ts unlock/lock, src/vault/holder.ts,
-// src/vault/holderProcs.ts) with real processes: two unlocks at once, a holder whose socket path
-// is taken, an unlock interrupted (Ctrl-C, SIGKILL) while its holder starts, a holder whose
-// socket file is removed. After each, no process is left holding the opened secrets.
+// Starting and ending the vault holder (src/cli/unlock.ts, lock.ts, holderStart.ts and
+// vaultHolder.ts, src/vault/holder.ts, src/vault/holderProcs.ts) with real processes: two unlocks
+// at once, a holder whose socket path is taken, an unlock interrupted (Ctrl-C, SIGKILL) while its
+// holder starts, a holder whose socket file is removed. After each, no process is left holding
+// the opened secrets.
 // test/fixtures/holder-gate.cjs holds a holder before it reads anything, until the test opens
 // the gate: so "while the holder starts" is a state the test waits for, not a race it hopes for.
 import { type ChildProcess, spawn } from "node:child_process";
