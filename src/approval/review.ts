@@ -1,5 +1,6 @@
+import { describeField } from "../catalog/fieldSummary.js";
 import { diffCatalogs, getRevision, renderDiff, shownDiff, type Tool } from "../catalog/index.js";
-import { describeField, withRefOwners } from "../catalog/schema.js";
+import { withRefOwners } from "../catalog/refOwners.js";
 import { clip, displayName, displayValue, safeText } from "../catalog/text.js";
 import { classOf } from "../catalog/types.js";
 import type { ApprovedCall } from "../guard/guard.js";

@@ -4,22 +4,16 @@
  */
 import { canonicalString, sameJson } from "../util/canonical.js";
 import { redactSchemaDefaults } from "../util/redact.js";
+import { describeField } from "./fieldSummary.js";
 import { defaultsDiffer, filledDefaults } from "./filledDefaults.js";
-import {
-  childPath,
-  currentRefOwners,
-  describeField,
-  diffSchema,
-  diffText,
-  isObj,
-  own,
-  propertyAdded,
-  withoutProse,
-  withRefOwners,
-} from "./schema.js";
+import { propertyAdded } from "./propertyChanges.js";
+import { currentRefOwners, withRefOwners } from "./refOwners.js";
+import { diffSchema } from "./schemaDiff.js";
+import { childPath, isObj, own } from "./schemaPath.js";
 import { type IndexedCatalog, indexTools } from "./snapshot.js";
 import { provablySubset } from "./subset.js";
 import { jsonText, nameTokens, newEffectVerbs } from "./text.js";
+import { diffText } from "./textDiff.js";
 import {
   type CatalogDiff,
   type CatalogSnapshot,
@@ -31,6 +25,7 @@ import {
   type Tool,
 } from "./types.js";
 import { ArgumentValidator } from "./validator.js";
+import { withoutProse } from "./withoutProse.js";
 
 // ---------------------------------------------------------------------------------------------
 // Annotations: hints from an untrusted server. Shown and classified by what they claim; they
@@ -176,7 +171,7 @@ export function diffTool(
  * named like a secret redacted (redactSchemaDefaults). Whole schemas land there: an inputSchema
  * added, an anyOf branch or a $defs entry added, items added, properties the diff does not
  * recognise; a property's own default, const and examples are redacted where they are compared
- * (src/catalog/schema.ts), and this pass leaves those as they are.
+ * (src/catalog/valueDiff.ts, propertyChanges.ts), and this pass leaves those as they are.
  */
 function shownChange(c: FieldChange): FieldChange {
   const out = { ...c };

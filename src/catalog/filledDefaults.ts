@@ -1,5 +1,5 @@
 import { canonicalJson } from "../util/canonical.js";
-import { MAX_SCHEMA_DEPTH } from "./schema.js";
+import { MAX_SCHEMA_DEPTH } from "./schemaKeywords.js";
 
 /**
  * Where an input schema's defaults sit, and what each is (canonical JSON), by the schema's

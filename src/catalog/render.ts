@@ -4,7 +4,9 @@
  * terminal it is shown on.
  */
 import { counted } from "../util/counted.js";
-import { describeField, isObj, own, withRefOwners } from "./schema.js";
+import { describeField } from "./fieldSummary.js";
+import { withRefOwners } from "./refOwners.js";
+import { isObj, own } from "./schemaPath.js";
 import { clip, displayName, displayValue, firstOf, safeText } from "./text.js";
 import type { CatalogDiff, CatalogSnapshot, DiffEntry, FieldChange, Tool } from "./types.js";
 

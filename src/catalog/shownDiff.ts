@@ -14,7 +14,7 @@
 
 import { isSecretName, REDACTED, redactText, redactValueUnder } from "../util/redact.js";
 import { setOwn } from "../util/setOwn.js";
-import { fieldName } from "./schema.js";
+import { fieldName } from "./schemaPath.js";
 import type { CatalogDiff, FieldChange } from "./types.js";
 
 export function shownDiff(d: CatalogDiff): CatalogDiff {

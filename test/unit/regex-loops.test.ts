@@ -53,7 +53,7 @@ const BOUNDED_INPUT: [string, string, string][] = [
     "/^[0-9A-Fa-f]+$/",
     "the digits of a `\\u{…}` in a schema's pattern: a schema over 1 MiB (MAX_SCHEMA_BYTES) is refused before any pattern of it is compiled",
   ],
-  ["src/catalog/schema.ts", "/^[\\w.:/@-]+$/", "shortWord checks `v.length <= max` (40) first"],
+  ["src/catalog/fieldSummary.ts", "/^[\\w.:/@-]+$/", "shortWord checks `v.length <= max` (40) first"],
   [
     "src/catalog/unicodeProperties.ts",
     "/^[A-Za-z0-9_]+(=[A-Za-z0-9_]+)?$/",

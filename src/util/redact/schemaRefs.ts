@@ -8,7 +8,7 @@ import { isSchemaValue, schemaOwner } from "./schemaValues.js";
  * property's name: every object of a definition reached from anywhere under such a property,
  * including through its subschemas, and transitively from there (`{"api_key": {"$ref":
  * "#/$defs/K"}}` makes `K`'s default the api_key's: redactSchemaDefaults, and the diff's values,
- * src/catalog/schema.ts), by
+ * src/catalog/valueDiff.ts), by
  *   - `$ref` to a JSON pointer (`#/$defs/K`, `#/definitions/K`, its `%` and `~0`/`~1` escapes
  *     decoded) or an anchor (`#name`: `$anchor`, `$dynamicAnchor`, a draft-07 `$id: "#name"`),
  *     in the same document: the reference's own (`#…`), or one named by a URI that resolves,
