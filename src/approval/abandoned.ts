@@ -11,7 +11,7 @@
  * update, so it and a lister never both record one request.
  */
 import { AuditLog } from "../audit/log.js";
-import { KeyringMissingError } from "../keyring/keyring.js";
+import { KeyringMissingError } from "../keyring/keyringErrors.js";
 import type { Store } from "../store/db.js";
 import { StoreFiles } from "../store/storeFiles.js";
 import { closeRequest, expiredEvent, getRequest } from "./requests.js";

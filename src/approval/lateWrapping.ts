@@ -2,7 +2,10 @@ import type { KeyObject } from "node:crypto";
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { userInfo } from "node:os";
 import { AuditLog, openRecords } from "../audit/log.js";
-import { KeyringError, keyringPath, keyringWrapping, underRewriteLock } from "../keyring/keyring.js";
+import { KeyringError } from "../keyring/keyringErrors.js";
+import { keyringPath } from "../keyring/keyringRead.js";
+import { keyringWrapping } from "../keyring/passphraseChange.js";
+import { underRewriteLock } from "../keyring/rewriteLock.js";
 import type { Store } from "../store/db.js";
 import { fileProblem } from "../util/errno.js";
 
@@ -11,7 +14,7 @@ import { fileProblem } from "../util/errno.js";
  * its new keyring.json into place before it can record the change (a record of a change not made
  * would be false): killed between the two, or finding the store unwritable then, it left a change
  * the chain did not show. So, under the keyring's rewrite lock and before its rename, it writes a
- * mark beside keyring.json naming the new wrapping (its fingerprint, src/keyring/keyring.ts
+ * mark beside keyring.json naming the new wrapping (its fingerprint, src/keyring/passphraseChange.ts
  * wrappingFingerprint), and removes it once the record is written. The next command that opens
  * the keyring with the passphrase and the store (recordLateChange: approve, deny, the audit's
  * reading commands, passphrase, unlock, vault set and rm, the console's login) finds a mark left

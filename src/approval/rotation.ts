@@ -1,6 +1,7 @@
 import { AuditLog } from "../audit/log.js";
 import { approverKeyId, type DecisionSigner } from "../keyring/approver.js";
-import { loadPublicKeyring, type PendingRotation } from "../keyring/keyring.js";
+import { loadPublicKeyring } from "../keyring/keyring.js";
+import type { PendingRotation } from "../keyring/keyringFormat.js";
 import type { Store } from "../store/db.js";
 import {
   PIN_EVENT_TYPE,

@@ -34,7 +34,7 @@ import {
   KeyringMissingError,
   KeyringTamperedError,
   WrongPassphraseError,
-} from "../keyring/keyring.js";
+} from "../keyring/keyringErrors.js";
 import {
   openExistingStore,
   openStoreToRead,

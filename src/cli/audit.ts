@@ -35,14 +35,14 @@ import {
   verifyStore,
 } from "../audit/index.js";
 import { displayName, safeText } from "../catalog/text.js";
+import { unlockKeyring } from "../keyring/keyring.js";
 import {
   KeyringError,
   KeyringMissingError,
   KeyringTamperedError,
-  keyringExists,
-  unlockKeyring,
   WrongPassphraseError,
-} from "../keyring/keyring.js";
+} from "../keyring/keyringErrors.js";
+import { keyringExists } from "../keyring/keyringRead.js";
 import { openEmptyStore, openStoreToRead, type Store, StoreError } from "../store/db.js";
 import { quotedCommand, requireInitialized, STORE_FILE, stateDirFlagFor } from "../store/stateDir.js";
 import { envWholeNumber } from "../util/envMs.js";

@@ -18,7 +18,8 @@ import { openBrowser, takeConsoleLock, waitForConsole } from "../console/launch.
 import { olderConsole } from "../console/olderConsole.js";
 import { LoopbackPortsBusy, startConsole } from "../console/server.js";
 import { notPortcullisPhrase, runsPortcullisCommand } from "../identity/proc.js";
-import { KeyringMissingError, keyringExists } from "../keyring/keyring.js";
+import { KeyringMissingError } from "../keyring/keyringErrors.js";
+import { keyringExists } from "../keyring/keyringRead.js";
 import { existingStateDir, quotedCommand } from "../store/stateDir.js";
 import { listenProblem } from "../util/errno.js";
 import { stderrLogger } from "../util/log.js";

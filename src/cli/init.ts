@@ -3,14 +3,10 @@ import { constants as osConstants } from "node:os";
 import { dirname, join } from "node:path";
 import { ApproverKeyMismatchError, PinRefusedError, pinnedSigner } from "../approval/pin.js";
 import { safeText } from "../catalog/text.js";
-import {
-  INSECURE_TEST_KDF_ENV,
-  initKeyring,
-  KeyringError,
-  KeyringExistsError,
-  keyringExists,
-  keyringPath,
-} from "../keyring/keyring.js";
+import { initKeyring } from "../keyring/keyring.js";
+import { KeyringError, KeyringExistsError } from "../keyring/keyringErrors.js";
+import { keyringExists, keyringPath } from "../keyring/keyringRead.js";
+import { INSECURE_TEST_KDF_ENV } from "../keyring/keyWrapping.js";
 import { openStore, type Store } from "../store/db.js";
 import { privateForInit, quotedCommand, resolveStateDir } from "../store/stateDir.js";
 import { fileProblem } from "../util/errno.js";

@@ -1,5 +1,5 @@
 import { dirname } from "node:path";
-import { KeyringDamagedError, KeyringMissingError } from "../keyring/keyring.js";
+import { KeyringDamagedError, KeyringMissingError } from "../keyring/keyringErrors.js";
 import { quotedCommand } from "../store/stateDir.js";
 
 /**

@@ -320,7 +320,7 @@ function ownOptionMeant(flag: string): string | null {
 /** The keyring's errors, loaded only when a command failed (the module pulls in the crypto code). */
 async function isKeyringError(e: unknown): Promise<boolean> {
   if (!(e instanceof Error)) return false;
-  const { KeyringError } = await import("../keyring/keyring.js");
+  const { KeyringError } = await import("../keyring/keyringErrors.js");
   return e instanceof KeyringError;
 }
 

@@ -4,7 +4,7 @@ import { passkeyRows } from "../approval/passkeyRows.js";
 import { safeText } from "../catalog/text.js";
 import { readConsoleAddress } from "../console/address.js";
 import { atPasskeyOrigin } from "../console/passkeyOrigin.js";
-import { KeyringMissingError } from "../keyring/keyring.js";
+import { KeyringMissingError } from "../keyring/keyringErrors.js";
 import { openExistingStore, openStoreToRead, type Store } from "../store/db.js";
 import { quotedCommand } from "../store/stateDir.js";
 import { printableJson } from "../util/printableJson.js";

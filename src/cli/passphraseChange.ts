@@ -7,20 +7,17 @@ import {
 import { ApproverKeyMismatchError, checkApproverKey, earlierOf, PinTracker } from "../approval/pin.js";
 import { AuditLog } from "../audit/log.js";
 import { safeText } from "../catalog/text.js";
+import { loadPublicKeyring, unlockKeyring } from "../keyring/keyring.js";
 import {
-  changePassphrase,
-  INSECURE_TEST_KDF_ENV,
   KeyringError,
   KeyringMissingError,
   KeyringTamperedError,
-  keyringExists,
-  keyringPath,
-  loadPublicKeyring,
-  type PassphraseChange,
   SamePassphraseError,
-  unlockKeyring,
   WrongPassphraseError,
-} from "../keyring/keyring.js";
+} from "../keyring/keyringErrors.js";
+import { keyringExists, keyringPath } from "../keyring/keyringRead.js";
+import { INSECURE_TEST_KDF_ENV } from "../keyring/keyWrapping.js";
+import { changePassphrase, type PassphraseChange } from "../keyring/passphraseChange.js";
 import { openStore, type Store } from "../store/db.js";
 import { parse } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";

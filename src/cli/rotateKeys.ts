@@ -5,13 +5,10 @@ import { appendRotation, signedRotation } from "../approval/rotation.js";
 import { DecisionVerifier } from "../approval/trust.js";
 import { AuditLog } from "../audit/log.js";
 import { safeText } from "../catalog/text.js";
-import {
-  INSECURE_TEST_KDF_ENV,
-  KeyringMissingError,
-  keyringExists,
-  loadPublicKeyring,
-  SamePassphraseError,
-} from "../keyring/keyring.js";
+import { loadPublicKeyring } from "../keyring/keyring.js";
+import { KeyringMissingError, SamePassphraseError } from "../keyring/keyringErrors.js";
+import { keyringExists } from "../keyring/keyringRead.js";
+import { INSECURE_TEST_KDF_ENV } from "../keyring/keyWrapping.js";
 import { rotateKeyring } from "../keyring/rotate.js";
 import { openStore, type Store } from "../store/db.js";
 import { liveHolderPids } from "../vault/liveHolders.js";

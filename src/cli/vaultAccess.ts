@@ -7,7 +7,9 @@
  */
 import { recordLateChange } from "../approval/lateWrapping.js";
 import { safeText } from "../catalog/text.js";
-import { KeyringError, KeyringMissingError, keyringExists, unlockKeyring } from "../keyring/keyring.js";
+import { unlockKeyring } from "../keyring/keyring.js";
+import { KeyringError, KeyringMissingError } from "../keyring/keyringErrors.js";
+import { keyringExists } from "../keyring/keyringRead.js";
 import { openStore, type Store } from "../store/db.js";
 import { takeVaultLock } from "../vault/holderProcs.js";
 import { resealVault } from "../vault/reseal.js";

@@ -5,7 +5,8 @@
  * the store lists. Apart from the other subcommands: it only reads, and its output is its own.
  */
 import { quotedName, safeText } from "../catalog/text.js";
-import { KeyringMissingError, keyringExists } from "../keyring/keyring.js";
+import { KeyringMissingError } from "../keyring/keyringErrors.js";
+import { keyringExists } from "../keyring/keyringRead.js";
 import { type HostHeaderSecretUse, hostHeaderSecretUses } from "../onboard/hostHeaderSecrets.js";
 import { openStoreToRead } from "../store/db.js";
 import { quotedCommand } from "../store/stateDir.js";

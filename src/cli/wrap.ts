@@ -3,7 +3,7 @@ import { isAbsolute, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { quotedName, safeText } from "../catalog/text.js";
 import { LABEL_PATTERN, LABEL_RULE } from "../config/config.js";
-import { keyringExists } from "../keyring/keyring.js";
+import { keyringExists } from "../keyring/keyringRead.js";
 import { lineDiff } from "../onboard/diff.js";
 import { credentialInClear } from "../onboard/doctorEnv.js";
 import { headerSecretFlag, headersInClear } from "../onboard/doctorHeaders.js";

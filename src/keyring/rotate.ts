@@ -1,16 +1,9 @@
 import { randomBytes } from "node:crypto";
 import type { DecisionSigner } from "./approver.js";
-import {
-  type AuditEntry,
-  KeyringError,
-  type KeyringFile,
-  KeyringMissingError,
-  keyringPath,
-  rotationParts as P,
-  type PendingRotation,
-  SamePassphraseError,
-  type UnlockedKeyring,
-} from "./keyring.js";
+import { rotationParts as P, type UnlockedKeyring } from "./keyring.js";
+import { KeyringError, KeyringMissingError, SamePassphraseError } from "./keyringErrors.js";
+import type { AuditEntry, KeyringFile, PendingRotation } from "./keyringFormat.js";
+import { keyringPath } from "./keyringRead.js";
 import { auditKeyId, newX25519PrivateKey, rawX25519PrivateKey, rawX25519PublicKey } from "./x25519.js";
 
 /**

@@ -16,13 +16,10 @@ import { readConsoleAddress } from "../console/address.js";
 import { listGateways } from "../gateway/registry.js";
 import { lockHolders, notPortcullisPhrase, runsPortcullisCommand } from "../identity/proc.js";
 import { foreignProc, OWN_PROC_FIX } from "../identity/procRead.js";
-import {
-  KeyringError,
-  KeyringExposedError,
-  keyringPath,
-  leftKeyringTemps,
-  loadPublicKeyring,
-} from "../keyring/keyring.js";
+import { loadPublicKeyring } from "../keyring/keyring.js";
+import { KeyringError, KeyringExposedError } from "../keyring/keyringErrors.js";
+import { keyringPath } from "../keyring/keyringRead.js";
+import { leftKeyringTemps } from "../keyring/leftTemps.js";
 import { missingSchema, openStore, type Store, StoreError, storeFailure } from "../store/db.js";
 import { KNOWN_SCHEMA_VERSION, olderThan, portcullisVersion, schemaPhrase } from "../store/schemaVersion.js";
 import { quotedLine, STORE_FILE, stateDirFlagFor, stateDirPath } from "../store/stateDir.js";

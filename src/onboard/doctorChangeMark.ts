@@ -3,7 +3,7 @@
 // for no passphrase, so it cannot write the late record itself: it says what the mark means and
 // which command records it.
 import { markPath, readChangeMark } from "../approval/lateWrapping.js";
-import { keyringWrapping } from "../keyring/keyring.js";
+import { keyringWrapping } from "../keyring/passphraseChange.js";
 import { stateDirFlagFor } from "../store/stateDir.js";
 import { shellWord } from "../util/shellWord.js";
 

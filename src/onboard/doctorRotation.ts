@@ -3,7 +3,8 @@
 // audit chain still honours the key it replaced (src/approval/rotation.ts). Doctor asks for no
 // passphrase and writes nothing: it says what this means and which command records it.
 import { PinChain } from "../approval/pinChain.js";
-import { keyringPath, loadPublicKeyring } from "../keyring/keyring.js";
+import { loadPublicKeyring } from "../keyring/keyring.js";
+import { keyringPath } from "../keyring/keyringRead.js";
 import type { Store } from "../store/db.js";
 import { stateDirFlagFor } from "../store/stateDir.js";
 

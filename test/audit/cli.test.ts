@@ -6,7 +6,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { type AuditEvent, AuditLog, argumentsDigest } from "../../src/audit/index.js";
-import { keyringExists } from "../../src/keyring/keyring.js";
+import { keyringExists } from "../../src/keyring/keyringRead.js";
 import { openStore, type Store } from "../../src/store/db.js";
 import {
   CHILDREN,

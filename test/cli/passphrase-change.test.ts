@@ -1,4 +1,4 @@
-// `portcullis passphrase` (src/cli/passphraseChange.ts, src/keyring/keyring.ts changePassphrase):
+// `portcullis passphrase` (src/cli/passphraseChange.ts, src/keyring/passphraseChange.ts changePassphrase):
 // the keyring's data key is wrapped under a key from the new passphrase, and nothing else changes.
 // Real CLI processes, a real gateway over the echo fixture, a real vault holder.
 //

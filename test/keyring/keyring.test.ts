@@ -1,19 +1,15 @@
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { addApproverKey, initKeyring, loadPublicKeyring, unlockKeyring } from "../../src/keyring/keyring.js";
 import {
-  addApproverKey,
-  DEFAULT_SCRYPT,
-  initKeyring,
   KeyringDamagedError,
   KeyringExistsError,
   KeyringMissingError,
-  keyringExists,
-  keyringPath,
-  loadPublicKeyring,
-  unlockKeyring,
   WrongPassphraseError,
-} from "../../src/keyring/keyring.js";
+} from "../../src/keyring/keyringErrors.js";
+import { keyringExists, keyringPath } from "../../src/keyring/keyringRead.js";
+import { DEFAULT_SCRYPT } from "../../src/keyring/keyWrapping.js";
 import { auditKeyId, rawX25519PrivateKey, rawX25519PublicKey } from "../../src/keyring/x25519.js";
 import { PASSPHRASE, stateWithKeyring, tempDir } from "../audit/helpers.js";
 

@@ -1,4 +1,4 @@
-// The key-derivation cost a passphrase change gives the keyring (src/keyring/keyring.ts, newCost):
+// The key-derivation cost a passphrase change gives the keyring (src/keyring/keyWrapping.ts, newCost):
 // init's current cost, so a cheaper keyring (an older default) is raised to it, and never lower
 // than the keyring's own, so a change never weakens what guards it against guessing. Would catch: a
 // change that kept the old cost (a keyring made at a test cost, or an old default, stays cheap for

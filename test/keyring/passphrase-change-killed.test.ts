@@ -1,5 +1,5 @@
 // `portcullis passphrase` killed with SIGKILL inside its write of keyring.json, and run twice at
-// once, or beside an old keyring's upgrade (src/keyring/keyring.ts, changePassphrase): keyring.json
+// once, or beside an old keyring's upgrade (src/keyring/passphraseChange.ts, changePassphrase): keyring.json
 // is always whole, opened by exactly one passphrase (the one before, or the one after), with the
 // same keys; no change is written over another.
 //
@@ -23,7 +23,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { unlockKeyring, WrongPassphraseError } from "../../src/keyring/keyring.js";
+import { unlockKeyring } from "../../src/keyring/keyring.js";
+import { WrongPassphraseError } from "../../src/keyring/keyringErrors.js";
 import { alive, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { hostEnv, runCli } from "../helpers/gateway.js";
 import { type FsGate, fsGate } from "../helpers/killedAtGate.js";

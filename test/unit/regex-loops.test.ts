@@ -134,7 +134,7 @@ const BOUNDED_INPUT: [string, string, string][] = [
   ],
   ["src/identity/tools.ts", "/^python(\\d+(\\.\\d+)?)?$/", "an executable's base name: at most 255 bytes"],
   [
-    "src/keyring/keyring.ts",
+    "src/keyring/keyringFormat.ts",
     "/^[A-Za-z0-9_-]+$/",
     "the keyring file, this user's own, written by portcullis",
   ],
