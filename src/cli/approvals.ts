@@ -413,10 +413,6 @@ function refuseWatchingCopy(db: Store): void {
 }
 
 /**
- * What a sweep the store refused left undone: the pending requests that can no longer be decided
- * (read, not closed), listed as pending until a lister can write their closing.
- */
-/**
  * Why the abandoned requests were left pending, when closing them failed for another cause than a
  * write the file system refused (said by readWithoutWritingLine): another process holding the
  * store's write lock past the busy timeout (a database browser with an unsaved edit, an sqlite3
@@ -449,6 +445,10 @@ function closedAfterAllLine(name: string, closed: string[]): string {
   return `portcullis ${name}: the store could be written again: closed ${closed.length} abandoned approval request${one ? "" : "s"}: ${shown}${more}`;
 }
 
+/**
+ * What a sweep the store refused left undone: the pending requests that can no longer be decided
+ * (read, not closed), listed as pending until a lister can write their closing.
+ */
 function notClosed(db: Store): string {
   const left = abandonedRequests(db);
   if (left.length === 0) return "no abandoned approval request needed closing";
