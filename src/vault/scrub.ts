@@ -127,6 +127,8 @@ export class ReleasedValues {
   /** value → the regex source of its every spelling with HTML references (src/vault/referencePattern.ts) */
   private readonly referenceSources = new Map<string, string>();
   private referenceRegex: RegExp | null = null;
+  /** a percent or reference spelling's source → its regex matching a whole text (scopeOf) */
+  private readonly wholeRegexes = new Map<string, RegExp>();
   private caseless: RegExp | null = null;
   /** every MIN_FRAGMENT-character piece of every value, for scrubPieces; null when stale */
   private pieceIndex: PieceIndex | null = null;
@@ -231,10 +233,25 @@ export class ReleasedValues {
     const scope = this.forms.get(match);
     if (scope !== undefined) return scope;
     for (const [value, source] of this.percent)
-      if (new RegExp(`^(?:${source})$`).test(match)) return this.values.get(value)!;
+      if (this.whole(source).test(match)) return this.values.get(value)!;
     for (const [value, source] of this.referenceSources)
-      if (new RegExp(`^(?:${source})$`).test(match)) return this.values.get(value)!;
+      if (this.whole(source).test(match)) return this.values.get(value)!;
     return "credential";
+  }
+
+  /**
+   * The regex of `source` matching a whole text, built once. Built again for each match, a
+   * spelling's regex (some hundred characters of source for each character of its value) was
+   * parsed again for each value written with a reference: a 2 KB line with one took three times
+   * what it took before that spelling was searched (docs/security.md).
+   */
+  private whole(source: string): RegExp {
+    let re = this.wholeRegexes.get(source);
+    if (re === undefined) {
+      re = new RegExp(`^(?:${source})$`);
+      this.wholeRegexes.set(source, re);
+    }
+    return re;
   }
 
   /**
