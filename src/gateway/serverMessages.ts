@@ -73,8 +73,9 @@ export interface ServerMessagesPorts {
  */
 export class ServerMessages {
   /**
-   * A server's messages dropped unread (too deep, invalid, too large, answering no request):
-   * each kind said at once, then at most once a minute with a count. A server writes to the
+   * A server's messages dropped unread (too deep, invalid, too large, answering no request, not
+   * scrubbable; notifications by position, from an ended process, or with a number that cannot
+   * be passed on as written): each kind said at once, then at most once a minute with a count. A server writes to the
    * host's log through these lines (a server reached by URL through nothing else), and one line
    * per message let it write there many times the bytes it sent.
    */
@@ -151,7 +152,8 @@ export class ServerMessages {
    * error (the requester's own id goes to the client, the server's back to the server).
    */
   private unscrubbable(text: string, gen: Generation): void {
-    this.p.log.warn(
+    this.dropped.say(
+      "unscrubbable",
       "dropped a message from the server: it could not be scrubbed of the values released to it",
     );
     const reason = "it could not be scrubbed of the credential values released to the server";
@@ -424,7 +426,8 @@ export class ServerMessages {
       // A process whose epoch is over (its grace after its stdin closed on a restart): its open
       // requests were cancelled for the client, and what it says now is said by code the gateway
       // no longer vouches for, as its requests are (ServerRequests.relay).
-      this.p.log.warn(
+      this.dropped.say(
+        "epoch-over",
         `dropped the server's ${this.p.quote(msg.method)}: the server process of epoch=${gen.epoch} that sent it is over`,
       );
       return;
@@ -453,7 +456,8 @@ export class ServerMessages {
       // request (ServerRequests.relay). By position nothing the gateway reads in one (a listen's
       // subscription id in _meta, a progress token, a cancellation's requestId) is there to read,
       // while a lenient client could map the array onto those names: never relayed.
-      this.p.log.warn(
+      this.dropped.say(
+        "positional",
         `dropped the server's ${this.p.quote(msg.method)}: its params are by position (an array), which MCP does not allow`,
       );
       return;
@@ -528,7 +532,8 @@ export class ServerMessages {
           down.sendText(text);
           return;
         }
-        this.p.log.warn(
+        this.dropped.say(
+          "notification-number",
           `dropped the server's ${this.p.quote(msg.method)}: a number in it that the gateway would pass on as another (at ${written.where}) cannot be passed on as written (${written.cannot})`,
         );
         return;
