@@ -6,10 +6,11 @@
  * (ticket.ts), which only links handed to the human may carry: refusals and elicitations, which an
  * agent reads, get the plain URL.
  */
-import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { processStartTime } from "../identity/proc.js";
 import { KNOWN_SCHEMA_VERSION, recordedSchemaVersion } from "../store/schemaVersion.js";
+import { writeFileAtomic } from "../util/atomicFile.js";
 
 export interface ConsoleAddress {
   /** Base URL, e.g. `http://127.0.0.1:7345` (no trailing slash). */
@@ -31,7 +32,7 @@ export function consoleAddressPath(stateDir: string): string {
   return join(stateDir, "console.json");
 }
 
-/** Written atomically (rename), mode 0600. */
+/** Written atomically (src/util/atomicFile.ts), mode 0600. */
 export function writeConsoleAddress(
   stateDir: string,
   url: string,
@@ -46,9 +47,7 @@ export function writeConsoleAddress(
     schemaVersion: KNOWN_SCHEMA_VERSION,
   };
   const path = consoleAddressPath(stateDir);
-  const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(address)}\n`, { mode: 0o600 });
-  renameSync(tmp, path);
+  writeFileAtomic(path, `${JSON.stringify(address)}\n`);
   return address;
 }
 

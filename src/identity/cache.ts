@@ -12,18 +12,9 @@
 // warm start decodes its own tree, not everyone's (docs/performance-history.md, "Startup and
 // memory, third pass": 160–330 ms to decode a 13 MB shared file, against a few ms for one tree).
 // The main file keeps the single files' digests and the metadata.
-import {
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  type Stats,
-  statSync,
-  unlinkSync,
-  writeFileSync,
-} from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, type Stats, statSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { writeFileAtomic } from "../util/atomicFile.js";
 import { sha256Hex } from "../util/canonical.js";
 import { type HashResult, hashFileSync } from "./hash.js";
 
@@ -577,21 +568,18 @@ function readChecked(file: string): { body: Buffer; sum: string } | null {
 }
 
 /**
- * Writes body + its SHA-256 to a temporary file, renamed over `file`. Never throws; the SHA-256
- * (hex) when written, null when not.
+ * Writes body + its SHA-256 atomically over `file` (src/util/atomicFile.ts), not fsynced: the cache
+ * is saved at every server start, on the way to its epoch, and a lost save costs only a digest
+ * computed again (the checksum rejects a damaged file). Never throws; the SHA-256 (hex) when
+ * written, null when not.
  */
 function writeAtomically(file: string, body: Buffer): string | null {
-  const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
   try {
     mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
     const sum = sha256Hex(body);
-    writeFileSync(tmp, Buffer.concat([body, Buffer.from(sum, "hex")]), { mode: 0o600 });
-    renameSync(tmp, file);
+    writeFileAtomic(file, Buffer.concat([body, Buffer.from(sum, "hex")]), { durable: false });
     return sum;
   } catch {
-    try {
-      unlinkSync(tmp);
-    } catch {}
     return null;
   }
 }

@@ -1,17 +1,11 @@
 import {
   accessSync,
-  chmodSync,
-  closeSync,
   constants,
   existsSync,
-  fsyncSync,
   mkdirSync,
-  openSync,
   readdirSync,
   readFileSync,
   realpathSync,
-  renameSync,
-  rmSync,
   statSync,
   unlinkSync,
 } from "node:fs";
@@ -19,11 +13,11 @@ import { basename, dirname, join } from "node:path";
 import { quotedName } from "../catalog/text.js";
 import { LABEL_MAX_LENGTH } from "../config/config.js";
 import { stateDirFlagFor } from "../store/stateDir.js";
+import { TempNotWrittenError, writeFileAtomic } from "../util/atomicFile.js";
 import { sameJson, sha256Tag } from "../util/canonical.js";
 import { nearestName } from "../util/nearest.js";
 import { looksGenerated, REDACTED, redactArgv, redactText } from "../util/redact.js";
 import { shellWord } from "../util/shellWord.js";
-import { unwrittenBecause, writeWhole } from "../util/writeWhole.js";
 import {
   type Entry,
   entryAt,
@@ -218,28 +212,24 @@ export function assertWritable(file: string): void {
   if (!writable) throw new OnboardError(`${file} is read-only; nothing was written.`);
 }
 
-/** Write beside the file, fsync, rename over it: a reader sees the old bytes or the new, never half. */
+/**
+ * Write beside the file, fsync, rename over it (src/util/atomicFile.ts): a reader sees the old
+ * bytes or the new, never half. The temporary file is named by this process (hostTemps.ts), so a
+ * killed wrap's is found and removed later.
+ */
 export function writeAtomic(path: string, text: string, mode?: number): void {
   // A configuration kept as a symlink (dotfile managers) stays one: the file it points to is replaced.
   const file = existsSync(path) ? realpathSync(path) : path;
   removeStaleTemps(file, dirname(file));
-  const tmp = tempPathFor(file, dirname(file));
-  const fd = openSync(tmp, "w", mode ?? 0o600);
   try {
-    // every byte, or nothing renamed (writeWhole): a cut host file, backup or record was renamed
-    // into place, and wrap said it had wrapped
-    writeWhole(fd, text);
-    fsyncSync(fd);
+    // every byte, or nothing renamed: a cut host file, backup or record was renamed into place,
+    // and wrap said it had wrapped
+    writeFileAtomic(file, text, { mode: mode ?? 0o600, tempPath: (f) => tempPathFor(f, dirname(f)) });
   } catch (err) {
-    closeSync(fd);
-    rmSync(tmp, { force: true });
-    throw new OnboardError(
-      `cannot write ${path}: ${unwrittenBecause((err as NodeJS.ErrnoException).code)}; it was not replaced`,
-    );
+    if (err instanceof TempNotWrittenError)
+      throw new OnboardError(`cannot write ${path}: ${err.reason}; it was not replaced`);
+    throw err;
   }
-  closeSync(fd);
-  if (mode !== undefined) chmodSync(tmp, mode);
-  renameSync(tmp, file);
 }
 
 function wrapEntry(e: Entry, label: string, l: Launcher): Entry {

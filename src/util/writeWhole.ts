@@ -9,9 +9,9 @@ import { writeSync } from "node:fs";
 import { fileSizeLimit } from "../identity/procRead.js";
 import { fileProblem } from "./errno.js";
 
-/** Writes every byte of `text` (UTF-8) to `fd`, or throws the write's error. */
-export function writeWhole(fd: number, text: string): void {
-  const bytes = Buffer.from(text);
+/** Writes every byte of `data` (text as UTF-8) to `fd`, or throws the write's error. */
+export function writeWhole(fd: number, data: string | Uint8Array): void {
+  const bytes = typeof data === "string" ? Buffer.from(data) : data;
   for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
 }
 

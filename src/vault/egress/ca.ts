@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
-import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { writeFileAtomic } from "../../util/atomicFile.js";
 import type { CaMaterial } from "./certs.js";
 
 /**
@@ -23,13 +24,6 @@ function aad(certPem: string): Buffer {
   return Buffer.from(`${FORMAT}\n${createHash("sha256").update(certPem).digest("hex")}`, "utf8");
 }
 
-function writeAtomic(path: string, text: string, mode: number): void {
-  const tmp = `${path}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
-  writeFileSync(tmp, text, { mode });
-  chmodSync(tmp, mode);
-  renameSync(tmp, path);
-}
-
 /** A name that tells two state directories' CAs apart in a trust store listing. */
 function caName(stateDir: string): string {
   return `portcullis local CA ${createHash("sha256").update(stateDir).digest("hex").slice(0, 12)}`;
@@ -43,7 +37,7 @@ export async function ensureEgressCa(stateDir: string, dataKey: Buffer): Promise
   const ca = await createCa(caName(stateDir));
   // The key first: a certificate on disk always has its key beside it.
   writeSealedKey(stateDir, dataKey, ca);
-  writeAtomic(caCertPath(stateDir), ca.certPem, 0o644);
+  writeFileAtomic(caCertPath(stateDir), ca.certPem, { mode: 0o644 });
   return true;
 }
 
@@ -54,10 +48,10 @@ function writeSealedKey(stateDir: string, dataKey: Buffer, ca: { certPem: string
   c.setAAD(aad(ca.certPem), { plaintextLength: ca.keyPkcs8.length });
   const sealed = Buffer.concat([c.update(ca.keyPkcs8), c.final(), c.getAuthTag()]);
   ca.keyPkcs8.fill(0);
-  writeAtomic(
+  writeFileAtomic(
     join(stateDir, CA_KEY_FILE),
     `${JSON.stringify({ format: FORMAT, nonce: nonce.toString("base64url"), sealed: sealed.toString("base64url") })}\n`,
-    0o600,
+    { mode: 0o600 },
   );
 }
 
