@@ -202,9 +202,10 @@ export type Bare = boolean | "names";
 
 /**
  * Which names are read: those of ASCII characters (NAMED, LEGACY: the egress proxy's echo check,
- * for a character of a value that is ASCII, and its reading of base64), or every name HTML defines
- * (src/vault/htmlNames.ts: the scrubber of server output, and the echo check for a character of a
- * value outside ASCII, `&eacute;`, and for two of a value that a name of two stands for, `&fjlig;`).
+ * for a character of a value that is ASCII), or every name HTML defines (src/vault/htmlNames.ts:
+ * the scrubber of server output, and the echo check for a character of a value outside ASCII,
+ * `&eacute;`, for two of a value that a name of two stands for, `&fjlig;`, and in its reading of
+ * base64, which keeps only what stands for base64 characters: `&fjlig;` for its `fj`).
  */
 export type Names = "ascii" | "all";
 

@@ -6,11 +6,13 @@
 // - the value's base64 (whole, or inside longer base64 at any alignment, as a Basic auth echo)
 //   with any of its characters escaped, its letters and digits too (`\u0041`, `%41`, `%2541`,
 //   `&#65;`, `&#x41;`, `&amp;#65;`, `\\u0041`, `%26%2365%3B`), as an encoder that escapes more
-//   than it must writes them.
+//   than it must writes them; and its two letters `fj` as the one HTML name of both, `&fjlig;`,
+//   which an HTML reader decodes to both (escaped again, `&amp;fjlig;`, or URL-escaped,
+//   `%26fjlig%3B`): the values are built so that their base64 holds `fj` at their alignment.
 // fast-check searches for a value, a spelling, text around it and cuts of the body that let the
 // value (or the base64 characters it alone determines, 8 or more) through. Before, both reached
 // the server: a URL-escaped reference was not read, and base64 letters were looked for only as
-// themselves.
+// themselves; and a base64 `fj` written `&fjlig;` was not read as two.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { EchoScrubber, type Spelling, spellingsOf, withoutValues } from "../../src/vault/egress/echo.js";
@@ -75,20 +77,75 @@ function spellAny(c: string, pick: number, next: string): string {
   return spellDeep(c, kind === 7 ? (pick >> 2) + 1 : pick >> 2, next);
 }
 
-/** `s` with each character written as `picks` choose, from its end (a bare reference looks at what follows). */
-function spellAll(s: string, picks: number[], keep?: RegExp): string {
+/** What `&` is written as before a name at each reading of a reference written with references. */
+const AMPERSANDS = ["&amp;", "&AMP;", "&#38;", "&#x26;", "&amp"];
+
+/**
+ * `fj` as the one name HTML defines for both, `&fjlig;`, as `pick` chooses: as itself, its `&`
+ * written with references once to three times more (`&amp;fjlig;`, `&#38;amp;fjlig;`), or its
+ * `&` and `;` URL-escaped one to five times (`%26fjlig%3B`, `%2526fjlig%253B`), either hex case.
+ */
+function fjName(pick: number): string {
+  switch (pick % 3) {
+    case 0:
+      return "&fjlig;";
+    case 1: {
+      let ref = "&fjlig;";
+      for (let k = 0; k < 1 + ((pick >> 2) % 3); k++)
+        ref = `${AMPERSANDS[(pick >> (4 + k)) % AMPERSANDS.length]}${ref.slice(1)}`;
+      return ref;
+    }
+    default: {
+      const again = "25".repeat((pick >> 2) % 5);
+      return (pick >> 5) % 2 === 0 ? `%${again}26fjlig%${again}3B` : `%${again}26fjlig%${again}3b`;
+    }
+  }
+}
+
+/**
+ * `s` with each character written as `picks` choose, from its end (a bare reference looks at
+ * what follows); with `pairs`, an `f` before a `j` written with it as `&fjlig;` (fjName) where
+ * its pick says so, one time in two.
+ */
+function spellAll(s: string, picks: number[], keep?: RegExp, pairs = false): string {
   const chars = [...s];
   const out: string[] = new Array(chars.length);
   for (let i = chars.length - 1; i >= 0; i--) {
     const c = chars[i]!;
     const pick = picks[i % picks.length]!;
+    const before = picks[(i - 1 + picks.length) % picks.length]!;
+    if (pairs && c === "j" && chars[i - 1] === "f" && (before >> 20) % 2 === 0) {
+      out[i] = "";
+      out[--i] = fjName(before >> 21);
+      continue;
+    }
     out[i] = keep?.test(c) ? c : spellAny(c, pick, out[i + 1] ?? "");
   }
   return out.join("");
 }
 
-/** `text` with every escape read as deep as the spellings here write them: URL escapes first read, then references again. */
-const readAll = (text: string) => readDeep(readDeep(text));
+/**
+ * `text` with every escape read as deep as the spellings here write them: URL escapes first read,
+ * then references again; and `&fjlig;`, once all of them are read, as the two letters it stands for.
+ */
+const readAll = (text: string) => readDeep(readDeep(text)).replaceAll("&fjlig;", "fj");
+
+/**
+ * `value` with `~` and a character from `0` to `?` put in at each of `at` (a place in the value,
+ * and the character), after as many `a` as it takes for the `~` to start a group of three bytes
+ * of the data it is in (`prefixBytes` before it): each such two bytes' base64 starts `fj`.
+ */
+function withFj(value: string, prefixBytes: number, at: number[]): string {
+  let v = value;
+  for (const n of at) {
+    const chars = [...v];
+    const k = n % (chars.length + 1);
+    const head = chars.slice(0, k).join("");
+    const pad = "a".repeat((3 - ((prefixBytes + Buffer.byteLength(head)) % 3)) % 3);
+    v = `${head}${pad}~${String.fromCharCode(0x30 + ((n >> 8) % 16))}${chars.slice(k).join("")}`;
+  }
+  return v;
+}
 
 const picks = fc.array(fc.nat(), { minLength: 1, maxLength: 12 });
 const around = fc
@@ -155,22 +212,37 @@ describe("a released value's base64 with any of its characters escaped, letters 
     }
   });
 
-  it("property: whole or inside longer base64 at any alignment, each character any way: none reaches the server", () => {
+  it("`fj` as `&fjlig;`, `&amp;fjlig;` and `%26fjlig%3B` in a Basic auth echo", () => {
+    const value = "s~0~5~7-live-tok9Qz";
+    const s = spellingsOf([["api", value]]);
+    const b64 = Buffer.from(`user:${value}`).toString("base64");
+    const own = determined(Buffer.from(value), 5 % 3);
+    expect(own).toContain("fj");
+    for (const name of ["&fjlig;", "&amp;fjlig;", "%26fjlig%3B", "%2526fjlig%253b"]) {
+      const echoed = b64.replaceAll("fj", name);
+      const out = withoutValues(Buffer.from(`{"auth":"Basic ${echoed}"}`, "latin1"), s).toString("latin1");
+      expect(readAll(out), echoed).not.toContain(own);
+    }
+  });
+
+  it("property: whole or inside longer base64 at any alignment, each character any way, `fj` as `&fjlig;` too: none reaches the server", () => {
     fc.assert(
       fc.property(
         fc.string({ unit: "binary", minLength: 7, maxLength: 30 }),
         fc.string({ maxLength: 5 }),
+        fc.array(fc.nat(), { maxLength: 3 }),
         fc.boolean(),
         picks,
         around,
         cuts,
-        (value, prefix, urlSafe, p, before, at) => {
+        (generated, prefix, fj, urlSafe, p, before, at) => {
+          const value = withFj(generated, Buffer.byteLength(prefix), fj);
           const s = spellingsOf([["api", value]]);
           const bytes = Buffer.from(value, "utf8");
           const data = Buffer.concat([Buffer.from(prefix, "utf8"), bytes]);
           let b64 = data.toString("base64");
           if (urlSafe) b64 = b64.replaceAll("+", "-").replaceAll("/", "_");
-          const written = spellAll(b64, p);
+          const written = spellAll(b64, p, undefined, true);
           const body = Buffer.from(`${before}${written}${before}`, "latin1");
           const out = streamed(body, at, s);
           expect(out.equals(withoutValues(body, s))).toBe(true);

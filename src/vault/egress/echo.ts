@@ -26,7 +26,8 @@
  *   URL escapes), and with each of its `+`, `/`, `=` (`-`, `_`) as itself or escaped in any of
  *   the ways above, any mix (`&#43;` of an HTML template, `\u002b`, `%252B`), its letters and
  *   digits as themselves; and any of its characters escaped, letters and digits too (`\u0041`,
- *   `%41`, `&#65;`: EscapedBase64 in escapedBase64.ts, on one reading of the answer's escapes);
+ *   `%41`, `&#65;`), its `fj` as the one name of both (`&fjlig;`): EscapedBase64 in
+ *   escapedBase64.ts, on one reading of the answer's escapes;
  * - its UTF-8 bytes in hex, lower and upper case, 8 characters or more.
  * Searched as bytes (Buffer.indexOf and a walk over the value's characters: Spelled in
  * spelledValue.ts, each character's spellings in charSpelling.ts), never by a regular expression

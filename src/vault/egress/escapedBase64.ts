@@ -15,7 +15,8 @@ const WINDOW = 1024;
  * The base64 forms of the released values (whole, and the characters a value alone determines
  * inside longer base64), with any of their characters escaped, letters and digits too (`\u0041`,
  * `%41`, `&#65;`, `%26%2365%3B`: an encoder that escapes more than it must, or an upstream that
- * hides an echo so). The bytes are read once with every escape that stands for a base64 character
+ * hides an echo so), and any `fj` of them as the one name HTML defines for both (`&fjlig;`, as an
+ * HTML reader decodes it; escaped again or URL-escaped too). The bytes are read once with every escape that stands for a base64 character
  * read (base64Escape; the longest reading at each place, every other byte as itself), and the
  * forms looked for in that reading by indexOf: one pass, however many forms. Looked for only in
  * bytes that hold an escape's first byte. A form in which a URL escape was read is replaced by
@@ -113,10 +114,15 @@ export class EscapedBase64 implements Spelling {
         if (best >= 0 && best < open) {
           if (reading.startOf(best) >= before) return null;
           const last = best + forms[bestForm]!.from.length - 1;
+          const to = this.placeholder(forms[bestForm]!.to, reading.depthOf(best, last));
+          // a form that starts at the `j` of `&fjlig;` (or ends at its `f`) replaces the escape
+          // whole: its other character is written again beside the placeholder, as itself
+          const head = reading.before(best);
+          const tail = reading.after(last);
           return {
             at: reading.startOf(best),
             end: reading.endOf(last),
-            to: this.placeholder(forms[bestForm]!.to, reading.depthOf(best, last)),
+            to: head.length === 0 && tail.length === 0 ? to : Buffer.concat([head, to, tail]),
           };
         }
         if (reading.done || reading.startOf(open) >= before) return null;
