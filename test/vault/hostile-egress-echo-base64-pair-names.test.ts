@@ -9,7 +9,14 @@
 // escape, a name of two was not read there, and every line reached the server with the base64
 // characters the value alone determines.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { askThrough, bodyOf, type EchoSetup, echoUpstream, PLACEHOLDER } from "./echoUpstreamKit.js";
+import {
+  askThrough,
+  type EchoSetup,
+  echoPage,
+  PLACEHOLDER,
+  pageLines,
+  readEscapes,
+} from "./echoUpstreamKit.js";
 
 /** a value whose base64 holds `fj` at each of the three alignments (`~` then a digit, at each offset mod 3) */
 const SECRET = "s~0~5~7-live-tok9Qz";
@@ -40,39 +47,25 @@ const FORMS: Record<string, (b64: string) => string> = {
 };
 
 /** The test's own reading of every escape above, as often as it takes: the base64 the bytes spell. */
-function read(text: string): string {
-  let out = text;
-  for (let i = 0; i < 4; i++)
-    out = out
-      .replace(/%25/g, "%")
-      .replace(/%26/g, "&")
-      .replace(/%3B/g, ";")
-      .replace(/&amp;/g, "&")
-      .replace(/&#([0-9]+);/g, (_m, d) => String.fromCodePoint(Number(d)))
-      .replace(/&fjlig;/g, "fj");
-  return out.replaceAll("-", "+").replaceAll("_", "/");
-}
+const read = (text: string) =>
+  readEscapes(text, new Map([["fjlig", "fj"]]))
+    .replaceAll("-", "+")
+    .replaceAll("_", "/");
 
 let s: EchoSetup;
 
 beforeAll(async () => {
-  s = await echoUpstream(SECRET, (token, res) => {
-    const lines: string[] = [];
-    for (const p of PREFIXES)
-      for (const [name, write] of Object.entries(FORMS))
-        lines.push(`value ${name} ${p.length} ${write(Buffer.from(`${p}${token}`).toString("base64"))}`);
-    const body = Buffer.from(`<html><body><pre>\n${lines.join("\n")}\n</pre></body></html>\n`, "latin1");
-    res.writeHead(200, { "content-type": "text/html" });
-    // pieces cut inside the references (every 29 bytes)
-    let at = 0;
-    const next = () => {
-      if (at >= body.length) return void res.end();
-      res.write(body.subarray(at, at + 29));
-      at += 29;
-      setTimeout(next, 1);
-    };
-    next();
-  });
+  // pieces cut inside the references (every 29 bytes)
+  s = await echoPage(
+    SECRET,
+    (token) =>
+      PREFIXES.flatMap((p) =>
+        Object.entries(FORMS).map(
+          ([name, write]) => `${name} ${p.length} ${write(Buffer.from(`${p}${token}`).toString("base64"))}`,
+        ),
+      ),
+    29,
+  );
 });
 
 afterAll(async () => {
@@ -89,12 +82,10 @@ describe("an upstream that echoes the value's base64 with its `fj` as `&fjlig;`"
       const answer = await askThrough(how, s);
       expect(s.got.at(-1)).toBe(SECRET);
       expect(answer).toMatch(/^HTTP\/1\.1 200 /);
-      const lines = bodyOf(answer)
-        .split("\n")
-        .filter((l) => l.startsWith("value "));
+      const lines = pageLines(answer);
       expect(lines).toHaveLength(PREFIXES.length * Object.keys(FORMS).length);
       for (const line of lines) {
-        const [, , prefixLength, written] = line.split(" ") as [string, string, string, string];
+        const [, prefixLength, written] = line.split(" ") as [string, string, string];
         const offset = Number(prefixLength) % 3;
         const shown = read(written);
         expect(shown, line).not.toContain(determined(Buffer.from(SECRET), offset));
