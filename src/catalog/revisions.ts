@@ -68,6 +68,12 @@ export function recordRevision(
   serverLabel: string,
   snap: CatalogSnapshot,
   epoch: string | null,
+  /**
+   * a revision number whose row is not believed (the caller served another catalog under it: the
+   * row was rewritten): when it is the latest, `snap` is recorded as a new revision even though
+   * that row names its fingerprint
+   */
+  rewritten: number | null = null,
 ): {
   revision: number;
   changed: boolean;
@@ -77,7 +83,7 @@ export function recordRevision(
     // the latest inventory is read (and parsed) only when it is asked for: a caller that records
     // does not always want it, and a large catalog's is megabytes
     const latest = latestFingerprint(db, serverLabel);
-    if (latest && latest.fingerprint === snap.fingerprint) {
+    if (latest && latest.fingerprint === snap.fingerprint && latest.revision !== rewritten) {
       return { revision: latest.revision, changed: false, previous: null };
     }
     const revision = latest ? latest.revision + 1 : 1;

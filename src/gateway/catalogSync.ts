@@ -138,6 +138,8 @@ export class CatalogSync {
   private refreshing = false;
   /** one more fetch asked for while one runs (a list_changed flood collapses into it) */
   private queued: { gen: Generation; serverHasTools: boolean } | null = null;
+  /** the served revision whose rewritten row was last said on stderr (servedRevisionRewritten) */
+  private rewrittenTold: number | null = null;
   /**
    * the last fetch of `gen` failed: why, and when (the next is not tried before RETRY_AFTER_MS);
    * until one succeeds, `gen`'s catalog is not served, even the one a failed re-list followed
@@ -530,9 +532,15 @@ export class CatalogSync {
     // Another gateway of this label recording a revision between the read of the latest one and
     // the write makes the condition refuse (the number would be taken): read again and retry, so
     // that a race also ends with the row and its record in one transaction.
+    // The revision this gateway serves is the number of the catalog it served: a row of that
+    // number that names another fingerprint was rewritten by another process (a revision's row
+    // never changes once written). Made to name the catalog just listed, it would pass that
+    // catalog off as the one already served: no change judged (onExpand), none told to the
+    // client, none audited. Such a row is not believed: the catalog is recorded anew.
+    const rewritten = this.servedRevisionRewritten(served);
     for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
       const latest = latestFingerprint(store, label);
-      if (latest?.fingerprint === snap.fingerprint)
+      if (latest?.fingerprint === snap.fingerprint && latest.revision !== rewritten)
         return { revision: latest.revision, changed: false, previous: null };
       const revision = (latest?.revision ?? 0) + 1;
       // the revision served until now is usually the latest: its tools are at hand, and the
@@ -557,7 +565,7 @@ export class CatalogSync {
             raced = true;
             return false;
           }
-          wrote = recordRevision(store, label, snap, gen.epoch).revision === revision;
+          wrote = recordRevision(store, label, snap, gen.epoch, rewritten).revision === revision;
           return wrote;
         });
       } catch {
@@ -572,11 +580,29 @@ export class CatalogSync {
     // Not written with its record (the sink could not write, or races every time): stored as
     // before, waiting out a lock briefly per attempt (a store that cannot be written fails the
     // fetch), recorded best effort.
-    const rec = await whenUnlocked(() => recordRevision(store, label, snap, gen.epoch), {
+    const rec = await whenUnlocked(() => recordRevision(store, label, snap, gen.epoch, rewritten), {
       attempt: briefly(store),
     });
     if (rec.changed) events.emit(this.revised(snap, gen, rec.revision, rec.previous, served));
     return rec;
+  }
+
+  /**
+   * The number of the revision this gateway serves when its row in the store names another
+   * fingerprint than the catalog served (said once per number on stderr), else null.
+   */
+  private servedRevisionRewritten(served: CatalogSnapshot | null): number | null {
+    const number = this.revision;
+    if (served === null || number === null) return null;
+    const stored = revisionFingerprint(this.p.store, this.p.label, number);
+    if (stored === null || stored === served.fingerprint) return null;
+    if (this.rewrittenTold !== number) {
+      this.rewrittenTold = number;
+      this.p.log.warn(
+        `the store's catalog revision ${number} of ${this.p.label} no longer names the catalog this gateway served under that number (its row was rewritten by another process): the catalog listed now is recorded as a new revision and judged against the one served`,
+      );
+    }
+    return number;
   }
 
   private revised(
