@@ -44,6 +44,8 @@ export const FIXTURES = {
   watcher: node("watcher"),
   /** starts and ends processes of its own: a helper at initialize, a leftover, a stderr flood */
   children: node("children"),
+  /** `hand_off` gives the gateway's pipes to a child of other code (FIXTURE_HANDOFF_EXIT=1: and exits) */
+  handoff: node("handoff"),
   /** python: on `become`, answers, then execve()s into the same interpreter (run with python3) */
   execs: join(servers, "execs.py"),
   /** loads <cwd>/plugins/once.mjs lazily on its first `plugin` call and keeps it; `wait` until FIXTURE_RELEASE */
