@@ -4,13 +4,14 @@
  */
 import { canonicalString, sameJson } from "../util/canonical.js";
 import { redactSchemaDefaults } from "../util/redact.js";
+import { ambiguityEntries, copiesChange, type ListedSide, timesListed } from "./ambiguousDiff.js";
 import { describeField } from "./fieldSummary.js";
 import { defaultsDiffer, filledDefaults } from "./filledDefaults.js";
 import { propertyAdded } from "./propertyChanges.js";
 import { currentRefOwners, withRefOwners } from "./refOwners.js";
 import { diffSchema } from "./schemaDiff.js";
 import { childPath, isObj, own } from "./schemaPath.js";
-import { type IndexedCatalog, indexTools } from "./snapshot.js";
+import { indexTools } from "./snapshot.js";
 import { provablySubset } from "./subset.js";
 import { jsonText, nameTokens, newEffectVerbs } from "./text.js";
 import { diffText } from "./textDiff.js";
@@ -475,9 +476,12 @@ function isSnapshot(x: unknown): x is CatalogSnapshot {
   );
 }
 
-function toIndex(x: Tool[] | CatalogSnapshot): Pick<IndexedCatalog, "byName"> {
-  return isSnapshot(x) ? { byName: x.byName } : indexTools(x);
+function toIndex(x: Tool[] | CatalogSnapshot): ListedSide {
+  if (!isSnapshot(x)) return indexTools(x);
+  return { byName: x.byName, ambiguous: x.ambiguous ?? new Map(), repeated: x.repeated ?? new Map() };
 }
+
+const KIND_ORDER: Record<DiffEntry["kind"], number> = { added: 0, modified: 1, removed: 2 };
 
 function byCodeUnits(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
@@ -518,15 +522,23 @@ export function diffCatalogs(before: Tool[] | CatalogSnapshot, after: Tool[] | C
 const lastDiffs = new WeakMap<CatalogSnapshot, { after: CatalogSnapshot; diff: CatalogDiff }>();
 
 function diffCatalogsBounded(before: Tool[] | CatalogSnapshot, after: Tool[] | CatalogSnapshot): CatalogDiff {
-  const A = toIndex(before).byName;
-  const B = toIndex(after).byName;
-  const removedNames = [...A.keys()].filter((n) => !B.has(n)).sort(byCodeUnits);
-  const addedNames = [...B.keys()].filter((n) => !A.has(n)).sort(byCodeUnits);
+  const sideA = toIndex(before);
+  const sideB = toIndex(after);
+  const A = sideA.byName;
+  const B = sideB.byName;
+  // A name ambiguous on either side (listed with different definitions) has entries of its own
+  // (ambiguousDiff.ts), and is never a rename candidate.
+  const removedNames = [...A.keys()].filter((n) => !B.has(n) && !sideB.ambiguous.has(n)).sort(byCodeUnits);
+  const addedNames = [...B.keys()].filter((n) => !A.has(n) && !sideA.ambiguous.has(n)).sort(byCodeUnits);
   const modifiedNames = [...B.keys()]
     .filter((n) => {
       const a = A.get(n);
       const b = B.get(n);
-      return a !== undefined && b !== undefined && a.fingerprint !== b.fingerprint;
+      return (
+        a !== undefined &&
+        b !== undefined &&
+        (a.fingerprint !== b.fingerprint || timesListed(sideA, n) !== timesListed(sideB, n))
+      );
     })
     .sort(byCodeUnits);
 
@@ -544,10 +556,11 @@ function diffCatalogsBounded(before: Tool[] | CatalogSnapshot, after: Tool[] | C
   // for (refusalChecksLeft, by tool name); a renamed tool's diff below is shown only, its added
   // side expands whatever it says, and it must not spend them first.
   const modifiedChanges = new Map(
-    modifiedNames.map((n) => [
-      n,
-      diffTool((A.get(n) as { tool: Tool }).tool, (B.get(n) as { tool: Tool }).tool),
-    ]),
+    modifiedNames.map((n) => {
+      const a = A.get(n) as { tool: Tool; fingerprint: string };
+      const b = B.get(n) as { tool: Tool; fingerprint: string };
+      return [n, a.fingerprint === b.fingerprint ? [] : diffTool(a.tool, b.tool)];
+    }),
   );
 
   const entries: DiffEntry[] = [];
@@ -581,13 +594,16 @@ function diffCatalogsBounded(before: Tool[] | CatalogSnapshot, after: Tool[] | C
     const a = A.get(n) as { tool: Tool; fingerprint: string };
     const b = B.get(n) as { tool: Tool; fingerprint: string };
     const changes = modifiedChanges.get(n) as FieldChange[];
-    if (changes.length === 0) {
+    if (changes.length === 0 && a.fingerprint !== b.fingerprint) {
       changes.push({
         path: "",
         change: "changed in a way the diff cannot explain",
         classification: "expands",
       });
     }
+    // copies of one definition are one tool; how many there are is said, cosmetic
+    const times = [timesListed(sideA, n), timesListed(sideB, n)] as const;
+    if (times[0] !== times[1]) changes.push(copiesChange(times[0], times[1]));
     entries.push({
       kind: "modified",
       tool: n,
@@ -614,5 +630,17 @@ function diffCatalogsBounded(before: Tool[] | CatalogSnapshot, after: Tool[] | C
     if (cand) e.renameCandidate = cand.to;
     entries.push(e);
   }
-  return { entries, renameCandidates, expands: entries.some((e) => e.classification === "expands") };
+  const ambiguous = ambiguityEntries(sideA, sideB, describeAddedTool);
+  if (ambiguous.length > 0) {
+    // added, then modified, then removed, each by name, ambiguous names among the others
+    entries.push(...ambiguous);
+    entries.sort((x, y) => KIND_ORDER[x.kind] - KIND_ORDER[y.kind] || byCodeUnits(x.tool, y.tool));
+  }
+  const diff: CatalogDiff = {
+    entries,
+    renameCandidates,
+    expands: entries.some((e) => e.classification === "expands"),
+  };
+  if (sideB.ambiguous.size > 0) diff.ambiguous = [...sideB.ambiguous.keys()].sort(byCodeUnits);
+  return diff;
 }

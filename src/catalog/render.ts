@@ -21,6 +21,10 @@ const KIND: Record<DiffEntry["kind"], string> = {
  * may be of any length; the schema summaries already shorten what they quote, this bounds the rest.
  */
 const PATH_SHOWN = 200;
+
+/** How many ambiguous names `catalog show` draws the definitions of, and how many definitions of each. */
+const AMBIGUOUS_SHOWN = 20;
+const DEFINITIONS_SHOWN = 5;
 const DETAIL_SHOWN = 600;
 
 function fieldLine(c: FieldChange): string[] {
@@ -59,6 +63,11 @@ export function renderDiff(
   const count = (k: DiffEntry["kind"]) => d.entries.filter((e) => e.kind === k).length;
   if (d.entries.length === 0) {
     lines.push(`catalog revision${range}: no tool changed`);
+    if (d.ambiguous && d.ambiguous.length > 0) {
+      lines.push(
+        `  still listed with different definitions (not served): ${firstOf(d.ambiguous, 20, displayName)}`,
+      );
+    }
     return `${lines.join("\n")}\n`;
   }
   lines.push(
@@ -77,6 +86,11 @@ export function renderDiff(
     }
     lines.push(head);
     for (const c of e.changes) lines.push(...fieldLine(c));
+  }
+  if (d.ambiguous && d.ambiguous.length > 0) {
+    lines.push(
+      `  listed with different definitions (not served, calls refused until the server lists each once): ${firstOf(d.ambiguous, 20, displayName)}`,
+    );
   }
   if (d.renameCandidates.length > 0) {
     lines.push("  rename candidates (shown only; each stays a removed and an added tool):");
@@ -135,8 +149,16 @@ export function renderCatalog(s: CatalogSnapshot, revision: number): string {
     `  ${counted(s.tools.length, "tool")} from ${counted(cov.tools, "entry", "entries")} on ${counted(cov.pages, "page")}` +
       (cov.complete ? " (complete)" : " (INCOMPLETE: not every page was fetched)"),
   ];
-  if (cov.duplicateNames.length > 0) {
-    lines.push(`  duplicate names (first kept): ${firstOf(cov.duplicateNames, 20, displayName)}`);
+  const copied = cov.duplicateNames.filter((n) => !s.ambiguous.has(n));
+  if (copied.length > 0) {
+    lines.push(
+      `  listed more than once, the same definition each time (served once): ${firstOf(copied, 20, displayName)}`,
+    );
+  }
+  if (s.ambiguous.size > 0) {
+    lines.push(
+      `  listed more than once with different definitions (NOT served, calls refused until the server lists each once): ${firstOf([...s.ambiguous.keys()], 20, displayName)}`,
+    );
   }
   if (cov.invalid.length > 0) {
     lines.push(
@@ -144,5 +166,19 @@ export function renderCatalog(s: CatalogSnapshot, revision: number): string {
     );
   }
   for (const t of s.tools) lines.push(...toolLines(t, s.byName.get(t.name)?.fingerprint));
+  // the definitions of the first ambiguous names, as a tool is shown, each marked not served
+  let shown = 0;
+  for (const [name, defs] of s.ambiguous) {
+    if (shown++ === AMBIGUOUS_SHOWN) {
+      lines.push(`  (and ${counted(s.ambiguous.size - AMBIGUOUS_SHOWN, "more ambiguous name")} not shown)`);
+      break;
+    }
+    lines.push(`  ${displayName(name)}: NOT SERVED, listed with ${defs.length} different definitions:`);
+    defs.slice(0, DEFINITIONS_SHOWN).forEach((d, i) => {
+      lines.push(`    definition ${i + 1} of ${defs.length}:`);
+      lines.push(...toolLines(d.tool, d.fingerprint).map((l) => `  ${l}`));
+    });
+    if (defs.length > DEFINITIONS_SHOWN) lines.push(`    (and ${defs.length - DEFINITIONS_SHOWN} more)`);
+  }
   return `${lines.join("\n")}\n`;
 }

@@ -93,7 +93,9 @@ export function recordRevision(
       serverLabel,
       revision,
       snap.fingerprint,
-      JSON.stringify(snap.tools),
+      // every entry kept, not only the served tools: a name listed with different definitions is
+      // diffed and shown from the stored revision, and its fingerprint reproduced from it
+      JSON.stringify(snap.listed),
       JSON.stringify(snap.coverage),
       new Date().toISOString(),
       epoch,

@@ -16,9 +16,30 @@ export function catalogFingerprint(toolFingerprints: readonly string[]): string 
   return sha256Tag(JSON.stringify([...toolFingerprints].sort()));
 }
 
+/** One entry of a tool list with its fingerprint. */
+export interface Listed {
+  tool: Tool;
+  fingerprint: string;
+}
+
 export interface IndexedCatalog {
+  /** what is served: server order, one entry per name listed with one definition */
   tools: Tool[];
-  byName: Map<string, { tool: Tool; fingerprint: string }>;
+  /** the served tools by name */
+  byName: Map<string, Listed>;
+  /**
+   * Names listed more than once with definitions that differ (by fingerprint): their distinct
+   * definitions, in server order. None of them is served: which one a server runs is its own
+   * business, and the human would approve (and the agent see) one while the server may act on
+   * another.
+   */
+  ambiguous: Map<string, Listed[]>;
+  /** names listed more than once: every entry of each, in server order */
+  repeated: Map<string, Listed[]>;
+  /** every entry kept (an object with a string name that could be fingerprinted), in server order */
+  listed: Tool[];
+  /** the fingerprint of each entry of `listed`, in the same order: the catalog fingerprint covers them all */
+  fingerprints: string[];
   duplicateNames: string[];
   invalid: InvalidEntry[];
   received: number;
@@ -29,13 +50,16 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 /**
- * Keeps what can be served: objects with a string `name`, first occurrence of each name,
- * fingerprintable. Never throws, whatever the list holds.
+ * Keeps what can be served: objects with a string `name`, fingerprintable, each name listed once
+ * or always with the same definition (its copies are one tool). A name listed with different
+ * definitions is kept in `listed` and `ambiguous`, never served. Never throws, whatever the list holds.
  */
 export function indexTools(list: unknown, previous?: IndexedCatalog["byName"]): IndexedCatalog {
-  const tools: Tool[] = [];
-  const byName = new Map<string, { tool: Tool; fingerprint: string }>();
-  const duplicates = new Set<string>();
+  const byName = new Map<string, Listed>();
+  const repeated = new Map<string, Listed[]>();
+  const order: string[] = [];
+  const listed: Tool[] = [];
+  const fingerprints: string[] = [];
   const invalid: InvalidEntry[] = [];
   const items: unknown[] = Array.isArray(list) ? list : [];
   if (!Array.isArray(list)) invalid.push({ index: -1, reason: "the tool list is not an array" });
@@ -50,16 +74,14 @@ export function indexTools(list: unknown, previous?: IndexedCatalog["byName"]): 
       invalid.push({ index: i, reason: "no string name" });
       continue;
     }
-    if (byName.has(name)) {
-      duplicates.add(name);
-      continue;
-    }
+    const first = byName.get(name);
     let fingerprint: string;
     try {
-      // A tool equal, member by member, to the one of the same name in the previous snapshot has
-      // the same RFC 8785 form, hence the same fingerprint: comparing two parsed trees costs a
-      // fraction of serializing and hashing one (tests check sameJson against canonical equality).
-      const before = previous?.get(name);
+      // A tool equal, member by member, to an earlier entry of the same name in this list, or to
+      // the one of that name in the previous snapshot, has the same RFC 8785 form, hence the same
+      // fingerprint: comparing two parsed trees costs a fraction of serializing and hashing one
+      // (tests check sameJson against canonical equality).
+      const before = first ?? previous?.get(name);
       fingerprint =
         before !== undefined && sameJson(t, before.tool) ? before.fingerprint : toolFingerprint(t as Tool);
     } catch (err) {
@@ -67,16 +89,50 @@ export function indexTools(list: unknown, previous?: IndexedCatalog["byName"]): 
       invalid.push({ index: i, reason: `cannot be fingerprinted (${why})` });
       continue;
     }
-    byName.set(name, { tool: t as Tool, fingerprint });
-    tools.push(t as Tool);
+    const entry = { tool: t as Tool, fingerprint };
+    listed.push(entry.tool);
+    fingerprints.push(fingerprint);
+    if (first === undefined) {
+      byName.set(name, entry);
+      order.push(name);
+      continue;
+    }
+    const all = repeated.get(name);
+    if (all) all.push(entry);
+    else repeated.set(name, [first, entry]);
   }
-  return { tools, byName, duplicateNames: [...duplicates], invalid, received: items.length };
+  const ambiguous = new Map<string, Listed[]>();
+  for (const [name, all] of repeated) {
+    const distinct = [...new Map(all.map((e) => [e.fingerprint, e])).values()];
+    if (distinct.length < 2) continue;
+    ambiguous.set(name, distinct);
+    byName.delete(name);
+  }
+  const tools: Tool[] = [];
+  for (const name of order) {
+    const e = byName.get(name);
+    if (e) tools.push(e.tool);
+  }
+  return {
+    tools,
+    byName,
+    ambiguous,
+    repeated,
+    listed,
+    fingerprints,
+    duplicateNames: [...repeated.keys()],
+    invalid,
+    received: items.length,
+  };
 }
 
 /**
  * Builds the verified snapshot the gateway serves from. `tools` is every page concatenated in
- * server order; `pages` is how many pages were fetched. Duplicate names keep the first
- * occurrence; entries that are not tools are dropped; both are recorded in `coverage`.
+ * server order; `pages` is how many pages were fetched. A name listed more than once with the
+ * same definition is served once; with different definitions it is not served at all
+ * (`ambiguous`); entries that are not tools are dropped; all of these are recorded in `coverage`.
+ * The catalog fingerprint covers every entry kept (`listed`), copies and ambiguous names included,
+ * so a change to any of them is a new revision.
  * `opts.complete` is false when the caller stopped before the last page. `opts.previous` is the
  * snapshot this one follows, if any: its fingerprints are reused for tools that did not change,
  * which is most of them on a rebuild.
@@ -87,17 +143,19 @@ export function snapshotOf(
   opts: { complete?: boolean; previous?: CatalogSnapshot | null } = {},
 ): CatalogSnapshot {
   const ix = indexTools(tools, opts.previous?.byName);
-  const fps: string[] = [];
-  for (const { fingerprint } of ix.byName.values()) fps.push(fingerprint);
   return {
-    fingerprint: catalogFingerprint(fps),
+    fingerprint: catalogFingerprint(ix.fingerprints),
     tools: ix.tools,
     byName: ix.byName,
+    ambiguous: ix.ambiguous,
+    repeated: ix.repeated,
+    listed: ix.listed,
     coverage: {
       pages,
       tools: ix.received,
       complete: opts.complete ?? true,
       duplicateNames: ix.duplicateNames,
+      ambiguousNames: [...ix.ambiguous.keys()],
       invalid: ix.invalid,
     },
   };

@@ -14,8 +14,13 @@ export interface Coverage {
   tools: number;
   /** every page was fetched (the caller says so; default true) */
   complete: boolean;
-  /** names that appeared more than once; the first occurrence is kept, later ones dropped */
+  /** names that appeared more than once (served once when every entry of the name is the same definition) */
   duplicateNames: string[];
+  /**
+   * names listed more than once with definitions that differ (by fingerprint): not served, and
+   * calls to them refused. Absent from coverage recorded before this field existed.
+   */
+  ambiguousNames?: string[];
   /** entries dropped because they are not a tool object with a string name, or cannot be fingerprinted */
   invalid: InvalidEntry[];
 }
@@ -23,9 +28,15 @@ export interface Coverage {
 export interface CatalogSnapshot {
   /** "sha256:<hex>" over the canonical JSON array of the sorted per-tool fingerprints */
   fingerprint: string;
-  /** the tools served to clients: server order, as received (first of each name) */
+  /** the tools served to clients: server order, as received (one of each name listed with one definition) */
   tools: Tool[];
   byName: Map<string, { tool: Tool; fingerprint: string }>;
+  /** names listed with definitions that differ: their distinct definitions, server order; never served */
+  ambiguous: Map<string, { tool: Tool; fingerprint: string }[]>;
+  /** names listed more than once: every entry of each, server order */
+  repeated: Map<string, { tool: Tool; fingerprint: string }[]>;
+  /** every entry kept, server order, copies and ambiguous names included: what a revision stores */
+  listed: Tool[];
   coverage: Coverage;
 }
 
@@ -56,6 +67,9 @@ export interface DiffEntry {
   renameCandidate?: string;
   fingerprintBefore?: string;
   fingerprintAfter?: string;
+  /** the distinct definitions' fingerprints of a name listed with different ones (not served), before and after */
+  ambiguousBefore?: string[];
+  ambiguousAfter?: string[];
 }
 
 export interface RenameCandidate {
@@ -69,6 +83,11 @@ export interface CatalogDiff {
   renameCandidates: RenameCandidate[];
   /** true when any entry expands authority */
   expands: boolean;
+  /**
+   * names the after side lists with different definitions (not served, calls refused), sorted;
+   * present only when there are some
+   */
+  ambiguous?: string[];
 }
 
 const RANK: Record<Classification, number> = { cosmetic: 0, narrows: 1, expands: 2 };

@@ -147,9 +147,18 @@ export async function catalogCommand(args: string[]): Promise<number> {
               coverage: r.coverage,
               // as the text shows them: a default, const or examples under a secret-like name
               // redacted (the fingerprint is over the tool as the server listed it)
-              tools: r.tools.map((t) => ({
+              tools: snap.tools.map((t) => ({
                 fingerprint: snap.byName.get(t.name)?.fingerprint,
                 tool: redactSchemaDefaults(t),
+              })),
+              // names listed with different definitions: stored and fingerprinted, never served
+              ambiguous: [...snap.ambiguous].map(([name, defs]) => ({
+                name,
+                listed: snap.repeated.get(name)?.length ?? defs.length,
+                definitions: defs.map((d) => ({
+                  fingerprint: d.fingerprint,
+                  tool: redactSchemaDefaults(d.tool),
+                })),
               })),
             }),
           );

@@ -547,7 +547,7 @@ export class CatalogSync {
       // stored inventory (12 MB for a large catalog) need not be read and parsed again
       const stored =
         latest && served?.fingerprint === latest.fingerprint
-          ? { revision: latest.revision, fingerprint: latest.fingerprint, tools: served.tools }
+          ? { revision: latest.revision, fingerprint: latest.fingerprint, tools: served.listed }
           : latest
             ? getRevision(store, label, latest.revision)
             : null;
@@ -625,7 +625,7 @@ export class CatalogSync {
       coverage: snap.coverage,
       // the server chose every key in these (auditable: never a string under a secret-like key;
       // redactSchemaDefaults: nor a default, const or examples of a property named like one)
-      inventory: auditable(redactSchemaDefaults(snap.tools, { marker: { redacted: true } }) as Tool[]),
+      inventory: auditable(redactSchemaDefaults(snap.listed, { marker: { redacted: true } }) as Tool[]),
       diff: before ? auditable(diffCatalogs(before, snap)) : null,
     };
   }

@@ -278,6 +278,22 @@ export function precheck(
     }
     return { action: "refuse", error: stale, reason: "authorization_stale" };
   }
+  // Between 2 and 3: listed by the server more than once with different definitions, so not served
+  // (tool_not_in_catalog, saying why), whatever the client last listed: it cannot be called until
+  // the server is fixed, and re-listing, which catalog_stale asks for, cannot help.
+  const ambiguous = server.snapshot.ambiguous?.get(facts.tool);
+  if (ambiguous) {
+    return {
+      action: "refuse",
+      error: refuse.toolAmbiguous(
+        facts.tool,
+        server.revision,
+        server.snapshot.repeated?.get(facts.tool)?.length ?? ambiguous.length,
+        ambiguous.length,
+      ),
+      reason: "tool_not_in_catalog",
+    };
+  }
   // 3. the client's last list shows this tool otherwise than the current catalog does.
   if (behindFor(facts.seen, facts.tool, entry?.fingerprint, server.revision)) {
     return {

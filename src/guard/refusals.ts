@@ -224,6 +224,21 @@ export const refuse = {
       { tool, currentRevision },
     ),
 
+  /**
+   * A name the server lists more than once with definitions that differ (by fingerprint): not
+   * served, so not in the catalog either, and refused as such, saying why. Which definition a
+   * server runs is its own business; the human would approve (and the agent see) one while the
+   * server may act on another, so no call goes out until the server lists the tool once.
+   */
+  toolAmbiguous: (tool: string, currentRevision: number, listed: number, definitions: number) =>
+    refusal(
+      "tool_not_in_catalog",
+      `The server lists the tool "${tool}" ${listed} times with ${definitions} different definitions, so portcullis does not serve it: nobody can tell which definition the server would run.`,
+      "tool listed more than once with different definitions",
+      `ask a human to fix the server so that it lists "${tool}" once (or its copies identically); it is served again once the server lists it so, and the change asks for approval again; meanwhile use another tool from the current catalog`,
+      { tool, currentRevision, listed, definitions },
+    ),
+
   epochTransition: (requestEpoch: string, currentEpoch: string | null) =>
     refusal(
       "epoch_transition",

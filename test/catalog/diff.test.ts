@@ -464,6 +464,11 @@ describe("field by field", () => {
     expect(d.entries.map((e) => [e.kind, e.tool, e.classification])).toEqual([
       ["added", "constructor", "expands"],
       ["modified", "__proto__", "expands"],
+      // two copies of one definition are one tool: said, cosmetic
+      ["modified", "read_issue", "cosmetic"],
+    ]);
+    expect(d.entries[2]?.changes.map((c) => c.change)).toEqual([
+      "listed 1 time → 2 times (the same definition each time)",
     ]);
   });
 

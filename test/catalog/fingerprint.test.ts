@@ -3,7 +3,9 @@ import canonicalize from "canonicalize";
 import { describe, expect, it } from "vitest";
 import {
   canonicalJson,
+  diffCatalogs,
   renderCatalog,
+  renderDiff,
   snapshotOf,
   type Tool,
   toolFingerprint,
@@ -93,19 +95,46 @@ describe("snapshots", () => {
     const page2 = [repoSearch];
     const page3 = [postComment];
     const s = snapshotOf([...page1, ...page2, ...page3], 3);
-    expect(s.coverage).toEqual({ pages: 3, tools: 3, complete: true, duplicateNames: [], invalid: [] });
+    expect(s.coverage).toEqual({
+      pages: 3,
+      tools: 3,
+      complete: true,
+      duplicateNames: [],
+      ambiguousNames: [],
+      invalid: [],
+    });
     expect(snapshotOf([readIssue], 2, { complete: false }).coverage.complete).toBe(false);
   });
 
-  it("keeps the first of duplicate names and records them", () => {
+  it("serves a name listed with different definitions not at all, and counts every entry in the fingerprint", () => {
+    // it kept the first read_issue and dropped the later ones unseen: the human reviewed (and the
+    // agent saw) one definition while the server may act on another, and a change to a later
+    // one changed no fingerprint
     const second = edit(readIssue, (t) => (t.description = "a different tool with the same name"));
     const s = snapshotOf([readIssue, repoSearch, second, second], 2);
-    expect(s.tools).toEqual([readIssue, repoSearch]);
-    expect(s.byName.get("read_issue")?.tool).toBe(readIssue);
-    expect(s.byName.get("read_issue")?.fingerprint).toBe(toolFingerprint(readIssue));
+    expect(s.tools).toEqual([repoSearch]);
+    expect(s.byName.has("read_issue")).toBe(false);
+    expect(s.ambiguous.get("read_issue")?.map((d) => d.fingerprint)).toEqual([
+      toolFingerprint(readIssue),
+      toolFingerprint(second),
+    ]);
     expect(s.coverage.duplicateNames).toEqual(["read_issue"]);
+    expect(s.coverage.ambiguousNames).toEqual(["read_issue"]);
     expect(s.coverage.tools).toBe(4);
-    expect(s.fingerprint).toBe(snapshotOf([readIssue, repoSearch], 1).fingerprint);
+    expect(s.listed).toEqual([readIssue, repoSearch, second, second]);
+    expect(s.fingerprint).not.toBe(snapshotOf([readIssue, repoSearch], 1).fingerprint);
+    // a change to the last entry alone is a new fingerprint
+    const third = edit(second, (t) => (t.title = "changed"));
+    expect(snapshotOf([readIssue, repoSearch, second, third], 2).fingerprint).not.toBe(s.fingerprint);
+  });
+
+  it("serves copies of one definition once", () => {
+    const s = snapshotOf([readIssue, repoSearch, readIssue], 1);
+    expect(s.tools).toEqual([readIssue, repoSearch]);
+    expect(s.byName.get("read_issue")?.fingerprint).toBe(toolFingerprint(readIssue));
+    expect(s.ambiguous.size).toBe(0);
+    expect(s.coverage.duplicateNames).toEqual(["read_issue"]);
+    expect(s.coverage.ambiguousNames).toEqual([]);
   });
 
   it("drops entries that are not tools and says why", () => {
@@ -132,10 +161,37 @@ describe("snapshots", () => {
     const text = renderCatalog(s, 7);
     expect(text).toContain(`catalog revision 7  ${s.fingerprint}`);
     expect(text).toContain("2 tools from 3 entries on 2 pages (INCOMPLETE");
-    expect(text).toContain("duplicate names (first kept): repo_search");
+    expect(text).toContain("listed more than once, the same definition each time (served once): repo_search");
     expect(text).toContain("limit: integer, default 10");
     expect(text).toContain("issue_id: string (required)");
     expect(text).toContain("hints (not trusted): readOnlyHint=true, openWorldHint=false");
+  });
+
+  it("names the ambiguous names, escaped and bounded, in catalog show and in a diff", () => {
+    // 25 names, each listed with two definitions; one name carries a terminal escape
+    const names = Array.from({ length: 25 }, (_, i) =>
+      i === 0 ? "evil\u001b[2Jname" : `tool_${String(i).padStart(2, "0")}`,
+    );
+    const tools = names.flatMap((name) => [
+      { name, description: "one" },
+      { name, description: "two" },
+    ]) as Tool[];
+    const s = snapshotOf(tools, 1);
+    expect(s.tools).toEqual([]);
+    const text = renderCatalog(s, 3);
+    expect(text).not.toContain("\u001b");
+    const line = text.split("\n").find((l) => l.includes("listed more than once with different definitions"));
+    expect(line).toContain("tool_01");
+    expect(line).toContain("… and 5 more");
+    expect(text).toContain("(and 5 more ambiguous names not shown)");
+    const diff = renderDiff(diffCatalogs([], s), { fromRevision: 2, toRevision: 3 });
+    expect(diff).not.toContain("\u001b");
+    expect(diff).toContain(
+      "tool added, listed 2 times with 2 different definitions: not served, its calls refused",
+    );
+    expect(diff.split("\n").find((l) => l.startsWith("  listed with different definitions"))).toContain(
+      "… and 5 more",
+    );
   });
 
   it("counts with the noun's number: one tool from one entry on one page", () => {

@@ -62,10 +62,13 @@ describe("revisions", () => {
   });
 
   it("stores tools as received, with coverage, and reads them back", () => {
-    const snap = snapshotOf([postComment, readIssue, edit(readIssue, (t) => (t.title = "dup"))], 3);
+    const dup = edit(readIssue, (t) => (t.title = "dup"));
+    const snap = snapshotOf([postComment, readIssue, dup], 3);
     recordRevision(db, "s", snap, "E1");
     const got = getRevision(db, "s", 1);
-    expect(got?.tools).toEqual([postComment, readIssue]);
+    // every entry kept, the name listed with two definitions included (served: post_comment alone)
+    expect(got?.tools).toEqual([postComment, readIssue, dup]);
+    expect(snap.tools).toEqual([postComment]);
     expect(got?.fingerprint).toBe(snap.fingerprint);
     expect(got?.firstEpoch).toBe("E1");
     expect(Date.parse(got?.firstSeenAt ?? "")).not.toBeNaN();
@@ -74,6 +77,7 @@ describe("revisions", () => {
       tools: 3,
       complete: true,
       duplicateNames: ["read_issue"],
+      ambiguousNames: ["read_issue"],
     });
     // the stored tools reproduce the fingerprint
     expect(snapshotOf(got?.tools ?? [], 1).fingerprint).toBe(snap.fingerprint);

@@ -114,6 +114,22 @@ describe("the guard's decision order", () => {
     if (d.action === "continue") expect(d.call.effective).toEqual({ sku: "x", n: 1 });
   });
 
+  it("a name the server lists with different definitions is refused tool_not_in_catalog saying so, after an older epoch's approval and before catalog_stale", () => {
+    const other = { ...tool, description: "Adjust any stock, anywhere." };
+    const both = snapshotOf([tool, other], 1);
+    const view: ServerView = { ...ready, snapshot: both, validator: new ArgumentValidator(both) };
+    // the client listed `adjust` when it was served: listing again cannot help, so it is told why
+    const v = precheck(view, { tool: "adjust", args: { sku: "x" }, seen: listed(1) }, auth());
+    expect(v.action === "refuse" && v.error.code).toBe(-32055);
+    if (v.action === "refuse") {
+      expect(v.reason).toBe("tool_not_in_catalog");
+      expect(v.error.message).toContain('lists the tool "adjust" 2 times with 2 different definitions');
+      expect(v.error.data).toMatchObject({ tool: "adjust", listed: 2, definitions: 2, currentRevision: 2 });
+    }
+    const older = precheck(view, { tool: "adjust", args: {}, seen: listed(1) }, auth({ stale: () => stale }));
+    expect(older.action === "refuse" && older.error.code).toBe(-32051);
+  });
+
   it("staleness is per tool: a tool unchanged since the client's last list, or a call before any list, is judged on the current catalog", () => {
     const unchanged = precheck(ready, { tool: "adjust", args: { sku: "x" }, seen: listed(1) }, auth());
     expect(unchanged.action).toBe("continue");

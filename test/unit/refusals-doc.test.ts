@@ -47,7 +47,8 @@ const built: Record<string, ErrorObject> = {
   catalog_stale: refuse.catalogStale("t", 1, 2),
   identity_pending: refuse.identityPending("E2", true),
   epoch_transition: refuse.epochTransition("E1", null),
-  tool_not_in_catalog: refuse.toolNotInCatalog("t", 2),
+  // the ambiguous name's refusal carries every field the row names
+  tool_not_in_catalog: refuse.toolAmbiguous("t", 2, 2, 2),
   vault_locked: refuse.vaultLocked(["inventory-api-staging"]),
   approval_denied: refuse.approvalDenied("R1"),
   approval_timeout: refuse.approvalTimeout("R1", {
@@ -99,6 +100,7 @@ const everyConstructor: Record<keyof typeof refuse, () => ErrorObject | null> = 
   catalogUnavailable: () => refuse.catalogUnavailable("E2", "x"),
   catalogStale: () => refuse.catalogStale("t", 1, 2),
   toolNotInCatalog: () => refuse.toolNotInCatalog("t", 2),
+  toolAmbiguous: () => refuse.toolAmbiguous("t", 2, 3, 2),
   epochTransition: () => refuse.epochTransition("E1", "E2"),
   readLost: () => refuse.readLost("tools/list", "E1"),
   initializeLost: () => refuse.initializeLost("E1", true),
