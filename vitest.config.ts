@@ -11,11 +11,11 @@ import { defineConfig } from "vitest/config";
  * only changes the order, never what runs.
  */
 const LONGEST_FIRST = [
-  "test/util/redact-unoptimized.test.ts", // 50
   "test/gateway/lifecycle.test.ts", // 41
   "test/conformance/conformance.test.ts", // 32
   "test/console/browser.test.ts", // 31
   "test/store/held-lock.test.ts", // 29
+  "test/util/redact-unoptimized.test.ts", // 27 (estimated: 54 before its runs went from 8 to 5 MiB)
   "test/gateway/hostile-exhaustion.test.ts", // 26
   "test/approval/forged-decisions-shown.test.ts", // 21
   "test/gateway/client-habits.test.ts", // 20
