@@ -41,6 +41,17 @@ function outside(out: string): string[] {
   return out.split(MARK);
 }
 
+/**
+ * Each part of `out` outside the markers that holds one of `forms`, with the form: none, when
+ * scrubbing did its work. (Gathered and asserted once: an expect() per part and form, about 200
+ * per case, cost vitest more than the scrubbing under test.)
+ */
+function survivors(out: string, forms: string[]): [string, string][] {
+  return outside(out).flatMap((part) =>
+    forms.filter((f) => part.includes(f)).map((f) => [part, f] as [string, string]),
+  );
+}
+
 function scrubberOf(v: string): ReleasedValues {
   const r = new ReleasedValues();
   r.add(SCOPE, v);
@@ -182,10 +193,7 @@ describe("ReleasedValues.scrubText", () => {
           fc.pre(wellFormed(v));
           const embedded = ENCODINGS[encoding]!(v);
           const out = scrubberOf(v).scrubText(`${before}${embedded}${after}`);
-          for (const part of outside(out)) {
-            expect(part).not.toContain(embedded);
-            for (const f of formsOf(v)) expect(part).not.toContain(f);
-          }
+          expect(survivors(out, [embedded, ...formsOf(v)])).toEqual([]);
         },
       ),
       { numRuns: 400 },
@@ -460,9 +468,9 @@ describe("ReleasedValues.scrubLine", () => {
         // the id is kept as it was (it routes the message; the client never sees it): not searched
         const rest = out.replace(`"id":${id},`, "");
         expect(rest).not.toBe(out);
-        for (const part of outside(rest)) for (const f of formsOf(v)) expect(part).not.toContain(f);
+        expect(survivors(rest, formsOf(v))).toEqual([]);
         const { id: _id, ...body } = parsed;
-        for (const part of outside(JSON.stringify(body))) expect(part).not.toContain(v);
+        expect(survivors(JSON.stringify(body), [v])).toEqual([]);
       }),
       { numRuns: 400 },
     );
