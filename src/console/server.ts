@@ -11,6 +11,7 @@ import { KeyringError } from "../keyring/keyring.js";
 import { openStore } from "../store/db.js";
 import { StoreFileLost, StoreFiles } from "../store/storeFiles.js";
 import { closeStoreUnlessLost, watchStoreFiles } from "../store/storeWatch.js";
+import { capConnections } from "../transport/httpConnections.js";
 import { forwardingHeader } from "../util/forwarded.js";
 import type { Logger } from "../util/log.js";
 import { TICKET_PARAM } from "./address.js";
@@ -161,6 +162,11 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
     closeStoreUnlessLost(db);
     throw e;
   }
+  // Connections are descriptors, held before the Host check has read a byte: capped, both
+  // listeners together, so that a local process opening them without end cannot run the console
+  // out of descriptors (an accept that failed with EMFILE ended it). One past the cap is closed
+  // as it is accepted; the log says so, thinned (src/transport/httpConnections.ts).
+  capConnections(servers, "console", (line) => o.log.warn(line));
   port = (servers[0]!.address() as AddressInfo).port;
   hosts = consoleHosts(
     servers.map((s) => (s.address() as AddressInfo).address),

@@ -14,7 +14,7 @@ import {
   unauthenticatedPeerProblem,
 } from "./httpAccess.js";
 import { readJsonBody } from "./httpBody.js";
-import { connectionCap } from "./httpConnections.js";
+import { capConnections } from "./httpConnections.js";
 import { HttpSession, type HttpSession as Session, type SessionHooks } from "./httpSession.js";
 import { parseEventId } from "./httpSse.js";
 import { protocolVersionProblem } from "./httpVersion.js";
@@ -107,14 +107,7 @@ export class HttpFront {
     // Connections are descriptors, held before any check has read a byte: capped, so that a client
     // opening them without end cannot run the gateway out of descriptors (EMFILE ended it). One
     // past the cap is closed as it is accepted; the log says so, thinned (httpConnections.ts).
-    server.maxConnections = connectionCap();
-    const drops = new SparingWarnings((line) => this.o.log.warn(line));
-    server.on("drop", () =>
-      drops.say(
-        "cap",
-        `http: closed a connection as it was accepted: ${server.maxConnections} are open, the most this front holds`,
-      ),
-    );
+    capConnections([server], "http", (line) => this.o.log.warn(line));
     // No token: whose process connected is the only gate left (httpAccess.ts). Checked as each
     // connection is accepted, before node's HTTP parser has read a byte of it (the bytes arrive
     // in a later turn of the event loop), and a refused one is closed unread: no response is

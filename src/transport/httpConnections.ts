@@ -1,4 +1,6 @@
+import type { Server } from "node:net";
 import { openFilesSoftLimit } from "../identity/proc.js";
+import { SparingWarnings } from "../util/sparingWarnings.js";
 
 /** The most connections a front holds when the process's descriptor limit cannot be read. */
 const DEFAULT_CAP = 1024;
@@ -6,15 +8,42 @@ const DEFAULT_CAP = 1024;
 const FLOOR = 32;
 
 /**
- * How many connections the `run --listen` front holds open at once; one more is closed as it is
- * accepted. Each is a descriptor, taken before any check (Host, token) has read a byte, so
- * without a cap a client that opens connections and sends nothing ran the gateway out of
- * descriptors, and the next file it opened (a module loaded late, the store, a server's pipes)
- * threw EMFILE and ended it. Half the process's soft limit (`/proc/self/limits` on Linux; node
- * raises the soft limit to the hard one at start), at most DEFAULT_CAP: the other half is the
- * sessions' own (their servers' pipes, the store, egress proxies).
+ * How many connections a listening server holds open at once (the `run --listen` front, the
+ * console, the egress proxy); one more is closed as it is accepted. Each is a descriptor, taken
+ * before any check (Host, token, whose process it is) has read a byte, so without a cap a client
+ * that opens connections and sends nothing ran the process out of descriptors: the next file it
+ * opened (a module loaded late, the store, a server's pipes) threw EMFILE, and an accept that
+ * failed so was an error no listener took, which ended it. Half the process's soft limit
+ * (`/proc/self/limits` on Linux; node raises the soft limit to the hard one at start), at most
+ * DEFAULT_CAP: the other half is the process's own (its servers' pipes, the store). A connection
+ * that may hold `descriptorsEach` descriptors (the egress proxy's: its own and the upstream's it
+ * dials) counts as many, so the connections together still hold at most half.
  */
-export function connectionCap(softLimit: number | null = openFilesSoftLimit()): number {
+export function connectionCap(softLimit: number | null = openFilesSoftLimit(), descriptorsEach = 1): number {
   if (softLimit === null) return DEFAULT_CAP;
-  return Math.max(FLOOR, Math.min(DEFAULT_CAP, Math.floor(softLimit / 2)));
+  return Math.max(FLOOR, Math.min(DEFAULT_CAP, Math.floor(softLimit / 2 / descriptorsEach)));
+}
+
+/**
+ * Caps `servers` together at connectionCap (shared out among them: the console's 127.0.0.1 and
+ * ::1 listeners are one process's), and says on `warn` when one past the cap was closed, thinned
+ * (a flood closes thousands), as `${what}: closed a connection as it was accepted: …`.
+ */
+export function capConnections(
+  servers: readonly Server[],
+  what: string,
+  warn: (line: string) => void,
+  descriptorsEach = 1,
+): void {
+  const each = Math.max(1, Math.floor(connectionCap(openFilesSoftLimit(), descriptorsEach) / servers.length));
+  const drops = new SparingWarnings(warn);
+  for (const server of servers) {
+    server.maxConnections = each;
+    server.on("drop", () =>
+      drops.say(
+        "cap",
+        `${what}: closed a connection as it was accepted: ${each} are open, the most ${servers.length > 1 ? "each of its listeners" : "it"} holds`,
+      ),
+    );
+  }
 }

@@ -2,7 +2,7 @@
 // (test/helpers/browser.ts), or plain HTTP (node:http, so Host and Origin can be set freely).
 import { type ChildProcess, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { request } from "node:http";
+import { type Agent, request } from "node:http";
 import { connect, createServer as createNetServer, type Server } from "node:net";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
@@ -26,14 +26,19 @@ export interface RunningConsole {
   stop(): Promise<void>;
 }
 
-/** `portcullis console --no-open --state-dir DIR …extra`, waited for until its address is published. */
+/**
+ * `portcullis console --no-open --state-dir DIR …extra`, waited for until its address is
+ * published; under `prefix` (`prlimit --nofile=N:N --`) when given.
+ */
 export async function startConsoleProcess(
   stateDir: string,
   extra: string[] = [],
   cwd?: string,
   env: Record<string, string> = {},
+  prefix: string[] = [],
 ): Promise<RunningConsole> {
-  const child: ChildProcess = spawn(NODE, [CLI, "console", "--no-open", "--state-dir", stateDir, ...extra], {
+  const argv = [...prefix, NODE, CLI, "console", "--no-open", "--state-dir", stateDir, ...extra];
+  const child: ChildProcess = spawn(argv[0]!, argv.slice(1), {
     env: hostEnv(env),
     cwd,
     stdio: ["ignore", "pipe", "pipe"],
@@ -170,6 +175,8 @@ export function raw(
     headers?: Record<string, string>;
     body?: string;
     beforeBody?: () => void | Promise<void>;
+    /** the agent whose connection carries it (a keep-alive one made before a flood) */
+    agent?: Agent;
   } = {},
 ): Promise<RawResponse> {
   const u = new URL(url);
@@ -182,6 +189,7 @@ export function raw(
         method: opts.method ?? "GET",
         headers: { Host: u.host, ...opts.headers, ...(opts.beforeBody ? { Expect: "100-continue" } : {}) },
         setHost: false,
+        ...(opts.agent ? { agent: opts.agent } : {}),
       },
       (res) => {
         let body = "";

@@ -77,6 +77,8 @@ export interface GatewayOptions {
   setup?: (client: Client) => void;
   /** node's own flags for the gateway process (`--no-regexp-optimization`: NODE_OPTIONS refuses V8 flags) */
   nodeFlags?: string[];
+  /** a command the gateway runs under (`prlimit --nofile=N:N --`); startGateway only */
+  prefix?: string[];
 }
 
 export type Negotiation = "auto" | "pin" | "legacy";
@@ -238,9 +240,10 @@ function stateDirFor(options: GatewayOptions): { stateDir: string; own: boolean 
 export async function startGateway(options: GatewayOptions): Promise<Session<Client>> {
   assertBuilt();
   const { stateDir, own } = stateDirFor(options);
+  const [command, ...prefixArgs] = [...(options.prefix ?? []), NODE];
   const transport = new StdioClientTransport({
-    command: NODE,
-    args: gatewayArgs(stateDir, options.args, options.nodeFlags),
+    command: command!,
+    args: [...prefixArgs, ...gatewayArgs(stateDir, options.args, options.nodeFlags)],
     env: hostEnv(options.env),
     cwd: options.cwd,
     stderr: "pipe",

@@ -5,9 +5,9 @@
 // front holds at most half the process's descriptor limit; one more is closed as it is accepted.
 // The gateway runs under `prlimit --nofile=200`, so 400 connections are past any cap it could pick.
 import { Agent } from "node:http";
-import { connect, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents } from "../helpers/approvals.js";
+import { FLOOD, holdConnections, UNDER_FILE_LIMIT } from "../helpers/connectionFlood.js";
 import { removeDir } from "../helpers/files.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
@@ -20,27 +20,6 @@ afterEach(async () => {
   cleanup = [];
 });
 
-const FILES = 200;
-const FLOOD = 2 * FILES;
-
-/** `n` connections that each write the first line of a request and then nothing. */
-async function holdConnections(port: number, n: number): Promise<Socket[]> {
-  const sockets: Socket[] = [];
-  for (let i = 0; i < n; i++) {
-    const s = connect(port, "127.0.0.1");
-    s.on("error", () => {});
-    s.write(`POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\n`);
-    sockets.push(s);
-  }
-  await Promise.all(
-    sockets.map(
-      (s) =>
-        new Promise<void>((r) => (s.readyState === "open" ? r() : s.once("connect", r).once("close", r))),
-    ),
-  );
-  return sockets;
-}
-
 describe("run --listen under a flood of connections", () => {
   it("a client holding 400 half-written requests under a 200-descriptor limit: the gateway lives, and a connected client's call is served and audited", async () => {
     const stateDir = newStateDir();
@@ -48,7 +27,7 @@ describe("run --listen under a flood of connections", () => {
     const l: Listener = await startListener(fixtureCommand("echo"), {
       stateDir,
       args: ["--approval", "none"],
-      prefix: ["prlimit", `--nofile=${FILES}:${FILES}`, "--"],
+      prefix: UNDER_FILE_LIMIT,
     });
     cleanup.push(() => l.close());
     // the client's one connection, made (and its process looked up) before the flood
@@ -58,7 +37,7 @@ describe("run --listen under a flood of connections", () => {
       raw(l, { agent, headers: l.headers(extra), body });
     expect((await raw(l, { agent, method: "GET", headers: l.headers() })).status).toBe(405);
 
-    const flood = await holdConnections(l.port, FLOOD);
+    const flood = await holdConnections(l.port, FLOOD, `POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:${l.port}\r\n`);
     cleanup.push(() => {
       for (const s of flood) s.destroy();
     });

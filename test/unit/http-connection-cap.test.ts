@@ -1,6 +1,7 @@
-// The cap on `run --listen`'s open connections (src/transport/httpConnections.ts): half the
-// process's soft descriptor limit as /proc/self/limits says it (src/identity/procLimits.ts),
-// within [32, 1024].
+// The cap on the open connections of `run --listen`'s front, the console and the egress proxy
+// (src/transport/httpConnections.ts): half the process's soft descriptor limit as
+// /proc/self/limits says it (src/identity/procLimits.ts), within [32, 1024]; a quarter for the
+// egress proxy, whose connections may each dial an upstream.
 import { describe, expect, it } from "vitest";
 import { openFilesSoftLimit } from "../../src/identity/proc.js";
 import { connectionCap } from "../../src/transport/httpConnections.js";
@@ -23,5 +24,12 @@ describe("connectionCap", () => {
     expect(connectionCap(20)).toBe(32);
     expect(connectionCap(1_048_576)).toBe(1024);
     expect(connectionCap(null)).toBe(1024);
+  });
+
+  it("counts a connection that may hold two descriptors as two (the egress proxy's)", () => {
+    expect(connectionCap(200, 2)).toBe(50);
+    expect(connectionCap(1024, 2)).toBe(256);
+    expect(connectionCap(100, 2)).toBe(32);
+    expect(connectionCap(null, 2)).toBe(1024);
   });
 });

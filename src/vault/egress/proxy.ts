@@ -5,6 +5,7 @@ import { isIP, connect as netConnect, type Socket } from "node:net";
 import { type Duplex, pipeline, Transform } from "node:stream";
 import { createSecureContext, rootCertificates, type SecureContext, TLSSocket } from "node:tls";
 import { acceptedFromOther } from "../../identity/otherUser.js";
+import { capConnections } from "../../transport/httpConnections.js";
 import type { Logger } from "../../util/log.js";
 import { SparingWarnings } from "../../util/sparingWarnings.js";
 import type { CredentialSpec } from "../credentials.js";
@@ -712,6 +713,12 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     }
     tunnelUntouched(socket, head, dest);
   });
+  // Connections are descriptors, held before a byte is read (another user's are closed only once
+  // the kernel's table is read, below): capped, so that a server opening them without end cannot
+  // run its gateway out of descriptors (an accept that failed with EMFILE ended it). Each may
+  // dial an upstream too, so each counts as two (src/transport/httpConnections.ts). One past the
+  // cap is closed as it is accepted; the log says so, thinned.
+  capConnections([server], "egress", (line) => o.log.warn(line), 2);
   const refusals = new SparingWarnings((line) => o.log.warn(line));
   server.on("connection", (s: Socket) => {
     // Loopback is this machine, not this user: any local user's process can connect to
