@@ -1,7 +1,8 @@
 // A human's signed one-call approval, replayed with SQL for the next request of the very same call
 // (same run, epoch, tool, arguments): pointed at as it is, or copied into a fresh grant row that
 // names the new request. Its signature names the request it was given for, so it decides nothing
-// for another: the second call keeps waiting, and only the human's own decision of it sends it.
+// for another: the second call is not forwarded (it waits, or asks a human again), and only a
+// human's decision made for it sends it.
 // Real gateway before the catalog fixture (whose record of calls is the ground truth), the real
 // CLI deciding with the passphrase, a same-user process writing the store.
 import { join } from "node:path";
@@ -87,14 +88,20 @@ describe.concurrent("a signed one-call approval replayed for another request of 
       );
       expect(received()).toEqual([ARGS]);
 
-      // the wait was never ended by the replay: the human's own decision of the second request is
-      // what sends it (the row is put back to pending, as a request nobody decided)
-      db.prepare(
-        "UPDATE approval_requests SET state = 'pending', decided_at = NULL, decided_by = NULL, decision_for = NULL, grant_id = NULL WHERE request = ?",
-      ).run(r2.request);
-      await decideByCli(stateDir, "approve", r2.request, "--for", "call");
-      expect(await second).toBe("answered");
-      expect(received()).toEqual([ARGS, ARGS]);
+      if (how === "the request pointed at the used grant") {
+        // this gateway saw that grant consumed by the first call: the call asks a human again, and
+        // only the human's decision of that new request sends it
+        const r3 = await nextStoredRequest(stateDir, seen);
+        expect(received()).toEqual([ARGS]);
+        await decideByCli(stateDir, "approve", r3.request, "--for", "call");
+        expect(await second).toBe("answered");
+        expect(received()).toEqual([ARGS, ARGS]);
+      } else {
+        // the copy is no decision: the call is still held when the gateway ends, never forwarded
+        await gw.close();
+        expect(await second).not.toBe("answered");
+        expect(received()).toEqual([ARGS]);
+      }
     });
   }
 });
