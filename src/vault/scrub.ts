@@ -118,6 +118,8 @@ export function redactionMarker(scope: string): string {
 export class ReleasedValues {
   /** value → scope */
   private readonly values = new Map<string, string>();
+  /** the scopes of `values`: with one, a match's scope is known without looking for its value */
+  private readonly scopes = new Set<string>();
   /** form → scope, every form of every value */
   private readonly forms = new Map<string, string>();
   /** value → the regex source of its every percent-encoding (src/vault/percentSpelling.ts) */
@@ -182,6 +184,7 @@ export class ReleasedValues {
   private addWritten(scope: string, value: string): void {
     if (value === "" || this.values.has(value)) return;
     this.values.set(value, scope);
+    this.scopes.add(scope);
     const marker = redactionMarker(scope);
     this.markers.add(marker);
     this.longestMarker = Math.max(this.longestMarker, marker.length);
@@ -232,6 +235,10 @@ export class ReleasedValues {
   private scopeOf(match: string): string {
     const scope = this.forms.get(match);
     if (scope !== undefined) return scope;
+    // Every match is a spelling of a released value: when they all share one scope, that is the
+    // match's, and no whole-text regex (some hundred characters of source per character of a
+    // value, compiled at first use) need be built to find which value it spells.
+    if (this.scopes.size === 1) return this.scopes.values().next().value as string;
     for (const [value, source] of this.percent)
       if (this.whole(source).test(match)) return this.values.get(value)!;
     for (const [value, source] of this.referenceSources)

@@ -307,6 +307,22 @@ describe("ReleasedValues.scrubText", () => {
     expect(r.scrubLine('{"id":1,"t":"third-value-3333"}')).toBe('{"id":1,"t":"[redacted:we_ird_scope]"}');
   });
 
+  it("a value spelled with references or URL escapes is marked with its own scope, one scope or several", () => {
+    const refs = (v: string) => [...v].map((c) => `&#${c.codePointAt(0)};`).join("");
+    const one = new ReleasedValues();
+    one.add("github", "pässwörd-one");
+    expect(one.scrubText(`a ${refs("pässwörd-one")} b ${encodeURIComponent("pässwörd-one")} c`)).toBe(
+      "a [redacted:github] b [redacted:github] c",
+    );
+    // with two scopes, which value a spelling writes decides its marker (a match is not given the
+    // first or the only scope seen)
+    const two = new ReleasedValues();
+    two.add("one", "pässwörd-one");
+    two.add("two", "sécret-two");
+    const text = `a ${refs("sécret-two")} b ${encodeURIComponent("pässwörd-one")} c ${encodeURIComponent("sécret-two")} d ${refs("pässwörd-one")}`;
+    expect(two.scrubText(text)).toBe("a [redacted:two] b [redacted:one] c [redacted:two] d [redacted:one]");
+  });
+
   it("nothing released: nothing changes, and no pattern is even built", () => {
     const r = new ReleasedValues();
     expect(r.size).toBe(0);
