@@ -37,6 +37,13 @@ export interface RemoteGeneration extends LinkGeneration {
    * `notifications/cancelled` for it) has its POST closed (remoteSession.ts, giveUp).
    */
   posts: Map<unknown, ClientRequest>;
+  /**
+   * The requests posted in this session and not answered yet, by their (wire) id: an answer is
+   * matched here, on whichever stream it comes, and taken once; one to an id not here (never
+   * sent, or answered already) is dropped (remoteSession.ts, deliver). `answered` runs when its
+   * answer comes: the POST's own stream is then done with.
+   */
+  asked: Map<unknown, Asked>;
   /** whether the server was said to leave an answered request's stream open (once an epoch) */
   warnedLeftOpen?: boolean;
   /** the server-to-client stream (GET), once opened */
@@ -48,6 +55,8 @@ export interface RemoteGeneration extends LinkGeneration {
    * first), and is not read for what the server says of itself (remoteSession.ts, deliver).
    */
   initializeAnswered: boolean;
+  /** the id of the epoch's initialize once answered: a later answer under it is said to be one */
+  initializeId?: unknown;
   /** requests the server answered for a session it no longer knows (see LinkGeneration) */
   notRun: Map<unknown, number>;
   /**
@@ -64,6 +73,12 @@ export interface RemoteGeneration extends LinkGeneration {
   older: { endpoint: URL } | null;
   /** over the older transport, the epoch's initialize until its answer comes on the stream */
   olderInit: { m: { id?: unknown; method?: unknown }; answered: () => void } | null;
+}
+
+/** A request posted and not answered yet (RemoteGeneration.asked). */
+export interface Asked {
+  m: { id?: unknown; method?: unknown };
+  answered: () => void;
 }
 
 /** A message in an epoch's queue; `dropped`: answered without being sent. */
@@ -116,6 +131,7 @@ export function newGeneration(o: EpochSource, reason: EpochReason, chain: Chain)
     sessionId: null,
     requests: new Set(),
     posts: new Map(),
+    asked: new Map(),
     stream: null,
     queue: Promise.resolve(),
     initializeAnswered: false,

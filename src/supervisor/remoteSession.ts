@@ -7,6 +7,7 @@ import type { ClientRequest, IncomingMessage } from "node:http";
 import { refuse } from "../guard/refusals.js";
 import { elementTexts } from "../relay/batchText.js";
 import { DEFAULT_MAX_MESSAGE_BYTES } from "../relay/framing.js";
+import { writtenIdOf } from "../relay/rawSplice.js";
 import { quotedCommand } from "../store/stateDir.js";
 import { sha256Tag } from "../util/canonical.js";
 import { cutShort } from "../util/cut.js";
@@ -18,6 +19,7 @@ import { noteSelf, type Queued, type RemoteGeneration, type ShownValues } from "
 import { type HeaderSpec, type ResolvedHeaders, resolveHeaders, type SecretLookup } from "./remoteHeaders.js";
 import type { UpstreamConnections } from "./remoteTransport.js";
 import {
+  isAnswer,
   isObject,
   isResponseTo,
   readBody,
@@ -91,6 +93,8 @@ export class SessionExchanges {
    * event let a stream of tiny garbage events write about nine times the bytes it sent there.
    */
   private readonly notJson: SparingWarnings;
+  /** answers to no request asked (deliver), said as notJson is */
+  private readonly strays: SparingWarnings;
 
   constructor(
     private readonly o: SessionOptions,
@@ -99,6 +103,7 @@ export class SessionExchanges {
   ) {
     this.maxBytes = o.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     this.notJson = new SparingWarnings((line) => o.log.warn(line));
+    this.strays = new SparingWarnings((line) => o.log.warn(line));
   }
 
   /**
@@ -214,7 +219,7 @@ export class SessionExchanges {
           headers.missing === null
             ? refuse.headerVaultLocked(headers.withheld, quotedCommand("unlock", this.o.stateDir))
             : refuse.headerCredentialMissing(headers.withheld, headers.missing);
-        this.answer(gen, m.id, e.code, e.message, e.data);
+        this.answer(gen, m.id, e.code, e.message, e.data, false);
       }
       return;
     }
@@ -247,8 +252,13 @@ export class SessionExchanges {
         if (gen.posts.get(m.id) === req) gen.posts.delete(m.id);
       });
     } else this.closeWhenDue(req, m);
-    // The body goes out only once the connection's certificate chain is the epoch's.
-    this.whenVerified(gen, req, () => req.end(body));
+    // The body goes out only once the connection's certificate chain is the epoch's. From then on
+    // the request is asked: an answer to its id before that answers nothing the gateway sent.
+    this.whenVerified(gen, req, () => {
+      // (its id and method only: the params, a call's arguments, are not kept for its answer)
+      if (isRequest) gen.asked.set(m.id, { m: { id: m.id, method: m.method }, answered });
+      req.end(body);
+    });
     /** why a front, not the server, answered this initialize (see onPostResponse) */
     let refusedByFront: string | null = null;
     /** the 4xx to this initialize was the older transport's: whether the epoch switched to it */
@@ -297,7 +307,7 @@ export class SessionExchanges {
       q.dropped = true;
       if (typeof q.m.method === "string" && q.m.id !== undefined) {
         const e = refuse.serverUnreachable(why);
-        this.answer(gen, q.m.id, e.code, e.message, e.data);
+        this.answer(gen, q.m.id, e.code, e.message, e.data, false);
       }
     }
     gen.waiting.clear();
@@ -462,6 +472,7 @@ export class SessionExchanges {
     if (status >= 200 && status < 300 && type.startsWith("text/event-stream")) {
       let done = !isRequest;
       const answer = () => {
+        if (done) return;
         done = true;
         onAnswered();
         // MCP has the server close the stream after its answer (SHOULD): one left open would hold
@@ -471,13 +482,11 @@ export class SessionExchanges {
         // alive for the next request (destroyed at once, a TLS server would pay a handshake a call).
         setTimeout(() => this.closeIfLeftOpen(gen, res), LEFT_OPEN_GRACE_MS).unref();
       };
+      // answered wherever its answer comes: on this stream, on another request's, on the GET stream
+      if (isRequest) this.whenAnswered(gen, m.id, answer);
       this.readSse(
         gen,
-        m,
         res,
-        (msg) => {
-          if (isRequest && !done && isResponseTo(msg, m.id)) answer();
-        },
         () => {
           if (!done && gen.alive && !this.owner.stopping() && !this.givenUp.has(req))
             this.owner.lose(
@@ -489,7 +498,7 @@ export class SessionExchanges {
         (bytes) => {
           // Over the limit on a request's own stream: taken as its answer, so its requester gets
           // message_too_large with its own id (the stream ending then is no lost answer).
-          const id = isRequest && !done ? JSON.stringify(m.id) : null;
+          const id = isRequest && gen.asked.delete(m.id) ? JSON.stringify(m.id) : null;
           this.owner.oversize(bytes, gen, id);
           if (id !== null) answer();
         },
@@ -497,6 +506,13 @@ export class SessionExchanges {
       return;
     }
     this.reads(res);
+    // answered elsewhere (another request's stream, the GET stream): a body still coming is no
+    // answer any more, and one held open holds a connection
+    if (isRequest)
+      this.whenAnswered(gen, m.id, () => {
+        onAnswered();
+        setTimeout(() => this.closeIfLeftOpen(gen, res), LEFT_OPEN_GRACE_MS).unref();
+      });
     readBody(res, this.maxBytes, (text, bytes) => {
       if (!gen.alive) return;
       if (status === 400 && gen.sessionId !== null && text !== null && saysSessionLost(text)) {
@@ -506,7 +522,7 @@ export class SessionExchanges {
         return onAnswered();
       }
       if (text === null) {
-        this.owner.oversize(bytes, gen, isRequest ? JSON.stringify(m.id) : null);
+        this.owner.oversize(bytes, gen, isRequest && gen.asked.delete(m.id) ? JSON.stringify(m.id) : null);
         return onAnswered();
       }
       const ok = status >= 200 && status < 300;
@@ -708,6 +724,36 @@ export class SessionExchanges {
   }
 
   /**
+   * `then` runs once the request `id` is answered, on whichever stream; at once when it was
+   * answered before its own POST's response came.
+   */
+  private whenAnswered(gen: RemoteGeneration, id: unknown, then: () => void): void {
+    const asked = gen.asked.get(id);
+    if (asked === undefined) return void then();
+    const before = asked.answered;
+    asked.answered = () => {
+      before();
+      then();
+    };
+  }
+
+  /**
+   * An answer to no request asked: dropped, said at once and then at most once a minute with a
+   * count (the gateway's warnings are the one way a remote server writes to the host's log).
+   */
+  private strayAnswer(gen: RemoteGeneration, id: string | number, text: string): void {
+    if (gen.initializeAnswered && id === gen.initializeId) {
+      // the gateway took the first (see below): said as such, since this one would have
+      // rewritten the record
+      this.strays.say("initialize", `dropped a second answer to initialize from ${this.o.url.host}`);
+      return;
+    }
+    const written = writtenIdOf(text, id);
+    const shown = this.o.released === undefined ? written : String(this.o.released.scrubValue(written));
+    this.strays.say("unknown-id", `dropped a response from the server with an unknown id ${cutShort(shown)}`);
+  }
+
+  /**
    * The stream that carried the initialize answer is still open a second later: said once, since
    * nothing waits on it (what else the server sends on it is still read and delivered).
    */
@@ -768,28 +814,20 @@ export class SessionExchanges {
           setTimeout(() => this.openStream(gen, Date.now(), next), retryMs).unref();
           return;
         }
-        this.readSse(
-          gen,
-          null,
-          res,
-          () => {},
-          () => {
-            gen.stream = null;
-            if (!gen.alive || this.owner.stopping()) return;
-            // Ended: the server may only be pruning streams, or it may be gone. Look again.
-            const wait = Date.now() - opened < 1000 ? 1000 : 0;
-            setTimeout(() => this.openStream(gen), wait).unref();
-          },
-        );
+        this.readSse(gen, res, () => {
+          gen.stream = null;
+          if (!gen.alive || this.owner.stopping()) return;
+          // Ended: the server may only be pruning streams, or it may be gone. Look again.
+          const wait = Date.now() - opened < 1000 ? 1000 : 0;
+          setTimeout(() => this.openStream(gen), wait).unref();
+        });
       });
     });
   }
 
   private readSse(
     gen: RemoteGeneration,
-    sent: Message | null,
     res: IncomingMessage,
-    seen: (msg: unknown) => void,
     ended: () => void,
     oversize: (bytes: number) => void = (bytes) => this.owner.oversize(bytes, gen, null),
   ): void {
@@ -803,10 +841,7 @@ export class SessionExchanges {
           this.notJson.say("not-json", "dropped an event from the remote server that is not JSON");
           return;
         }
-        for (const [one, written] of messagesOf(msg, e.data)) {
-          seen(one);
-          this.deliver(gen, one, sent, written);
-        }
+        for (const [one, written] of messagesOf(msg, e.data)) this.deliver(gen, one, null, written);
       },
       oversize,
       this.maxBytes,
@@ -827,7 +862,14 @@ export class SessionExchanges {
 
   /**
    * One message from the server to the gateway; an initialize result completes the record.
-   * `text`: the message as the server wrote it, which the gateway reads for itself.
+   * `text`: the message as the server wrote it, which the gateway reads for itself. An answer is
+   * matched to the request it answers by its id among the requests asked (`sent` is then that
+   * request, whatever stream carried it) and taken once; one whose id names no request asked
+   * (never sent, or answered already: a second answer, one on another stream after the first)
+   * is dropped here, said sparingly. Before, one that came on another request's stream was not
+   * read as an answer to its request: not to initialize or server/discover (what the server says
+   * of itself went unchecked), and its request's own stream, ending with nothing on it, ended the
+   * epoch as if the session were lost (test/http/hostile-remote-crossed-answers.test.ts).
    */
   private deliver(
     gen: RemoteGeneration,
@@ -837,6 +879,15 @@ export class SessionExchanges {
     own = false,
   ): void {
     if (!gen.alive || !this.owner.isCurrent(gen)) return;
+    // (an id that is no id, 1e400 or null, matches nothing: the gateway says what is wrong with it)
+    if (!own && isAnswer(msg) && isPlainId(msg.id)) {
+      const asked = gen.asked.get(msg.id);
+      if (asked === undefined) return void this.strayAnswer(gen, msg.id, text);
+      gen.asked.delete(msg.id);
+      sent = asked.m;
+      if (sent.method === "initialize") gen.initializeId = msg.id;
+      asked.answered();
+    }
     if (sent?.method === "initialize" && isResponseTo(msg, sent.id)) {
       // One answer is the answer: the gateway takes the first and would drop another as an
       // answer to nobody. Read here, a second one (a batch of two, another event on the stream)
@@ -871,8 +922,20 @@ export class SessionExchanges {
     this.owner.line(text, gen, own);
   }
 
-  /** A JSON-RPC error to the gateway for a request the server did not answer. */
-  private answer(gen: RemoteGeneration, id: unknown, code: number, message: string, data: unknown): void {
+  /**
+   * A JSON-RPC error to the gateway for a request the server did not answer. `posted`: the
+   * request went to the server, so it is answered only while still asked (its answer may have
+   * come on another stream: then there is nothing to say).
+   */
+  private answer(
+    gen: RemoteGeneration,
+    id: unknown,
+    code: number,
+    message: string,
+    data: unknown,
+    posted = true,
+  ): void {
+    if (posted && !gen.asked.delete(id)) return;
     const msg = { jsonrpc: "2.0", id, error: { code, message, data } };
     // the gateway's own words, in the server's place: never taken for the server's (ServerMessages)
     this.deliver(gen, msg, null, JSON.stringify(msg), true);
@@ -906,6 +969,11 @@ function unsendableVersion(result: unknown): string | null {
   if (v.length === 0 || v.length > MAX_VERSION_CHARS) return `${v.length} characters long`;
   if (!/^[\x21-\x7e]+$/.test(v)) return "not printable ASCII without spaces";
   return null;
+}
+
+/** An id a request of the gateway's can have: a string or a finite number. */
+function isPlainId(id: unknown): id is string | number {
+  return typeof id === "string" || (typeof id === "number" && Number.isFinite(id));
 }
 
 /** The longest protocolVersion taken ("2025-06-18" has 10 characters). */

@@ -92,6 +92,14 @@ export function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
+/**
+ * `msg` is an answer: no method and an id (whether or not it is well formed: the gateway answers
+ * a malformed one naming an id in flight with response_invalid).
+ */
+export function isAnswer(msg: unknown): msg is { id: unknown } {
+  return isObject(msg) && !("method" in msg) && "id" in msg;
+}
+
 /** `msg` is the response (result or error) to the request with id `id`. */
 export function isResponseTo(msg: unknown, id: unknown): boolean {
   if (!isObject(msg) || "method" in msg) return false;
