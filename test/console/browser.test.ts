@@ -2,7 +2,7 @@
 // real gateway started on demand, with a real MCP client whose calls wait for the decision.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { activeGrants as activeGrantsOf } from "../../src/approval/grants.js";
 import { openStore } from "../../src/store/db.js";
 import { pending, waitForPending } from "../helpers/approvals.js";
@@ -31,19 +31,55 @@ function refusal(e: unknown) {
   return e as { code: number; message: string; data: Record<string, unknown> };
 }
 
-async function setup(tools: unknown[] = [DEPLOY_TOOL], extra: string[] = []) {
-  const stateDir = newStateDir();
-  const dir = tempDir("portcullis-console-tools-");
-  cleanup.push(() => {
-    removeDir(dir);
-    removeDir(stateDir);
-  });
-  cleanup.push(() => stopConsoleOf(stateDir));
-  const gw = await gatewayFor(stateDir, catalogFile(dir, tools), extra);
-  cleanup.push(() => gw.close());
-  await gw.client.listTools();
-  return { stateDir, gw };
+/**
+ * One shop for the cases that decide its requests (a state directory, a gateway before the catalog
+ * fixture serving the deploy tool and the hostile `render` tool, and the console the gateway
+ * starts on demand), started by the first case that asks and ended after the file: each was a
+ * gateway, its fixture and a console of their own per case (about 2 s of start each). The cases
+ * share nothing a case looks at: each one's request is decided before it ends, the grants they
+ * approve are revoked in the case, and the browser's cookies are cleared between cases (so each
+ * logs in afresh). The one case that leaves a session grant behind ("the session cookie on another
+ * port") runs last. The case of a page that changes under the pointer keeps a state directory of
+ * its own (it says why).
+ */
+let shop: Promise<{ stateDir: string; gw: Awaited<ReturnType<typeof gatewayFor>> }> | undefined;
+
+function setup() {
+  shop ??= (async () => {
+    const stateDir = newStateDir();
+    const dir = tempDir("portcullis-console-tools-");
+    shopCleanup.push(() => {
+      removeDir(dir);
+      removeDir(stateDir);
+    });
+    shopCleanup.push(() => stopConsoleOf(stateDir));
+    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL, EVIL_TOOL]));
+    shopCleanup.push(() => gw.close());
+    await gw.client.listTools();
+    return { stateDir, gw };
+  })();
+  return shop;
 }
+const shopCleanup: (() => Promise<void> | void)[] = [];
+afterAll(async () => {
+  for (const c of shopCleanup.splice(0).reverse()) await c();
+});
+
+/** A tool whose description is markup, links and invisible characters ("untrusted text"). */
+const EVIL_TOOL = {
+  name: "render",
+  description:
+    'Renders. <script>alert("desc")</script><img src=x onerror=alert("img")> [docs](javascript:alert("link")) ' +
+    "<a href=\"javascript:alert('a')\">click</a> safe\u202Etxt.exe and hid\u200Bden",
+  inputSchema: {
+    type: "object",
+    properties: {
+      html: { type: "string" },
+      link: { type: "string" },
+      "\u202Ename": { type: "string" },
+    },
+  },
+};
 
 /**
  * The active grants, read from the store in this process as `portcullis grants` reads them: the
@@ -145,10 +181,11 @@ describe("the proven window", () => {
     cleanup.push(() => gw.close());
     const page = suite.browser.page;
     await loginWithBrowser(page, c.url);
+    const proven = Date.now(); // the proof was made before the login's answer came
 
     const call = held(gw.client.callTool({ name: "deploy", arguments: {} }));
     const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
-    await sleep(1500); // the one-second window passes
+    await sleep(proven + 1500 - Date.now()); // the one-second window passes (counted from the login)
     await page.goto(`${c.url}/requests/${req.request}`);
     await page.getByTestId("approve-session").click();
     await page.getByTestId("decision-proof").fill("not the passphrase");
@@ -194,21 +231,7 @@ describe("the printed link", () => {
 
 describe("untrusted text", () => {
   it("<script>, javascript: URLs, bidi and zero-width characters in a tool description and in arguments render inert and visible", async () => {
-    const evil = {
-      name: "render",
-      description:
-        'Renders. <script>alert("desc")</script><img src=x onerror=alert("img")> [docs](javascript:alert("link")) ' +
-        "<a href=\"javascript:alert('a')\">click</a> safe\u202Etxt.exe and hid\u200Bden",
-      inputSchema: {
-        type: "object",
-        properties: {
-          html: { type: "string" },
-          link: { type: "string" },
-          "\u202Ename": { type: "string" },
-        },
-      },
-    };
-    const { stateDir, gw } = await setup([evil]);
+    const { stateDir, gw } = await setup();
     const call = held(
       gw.client.callTool({
         name: "render",
@@ -279,65 +302,6 @@ describe("the deny reason", () => {
   });
 });
 
-describe("the session cookie on another port", () => {
-  it("reaches any local web server the human visits, and decides nothing there: the held proof needs the page's key", async () => {
-    const { stateDir, gw } = await setup();
-    const page = suite.browser.page;
-    const call = held(gw.client.callTool({ name: "deploy", arguments: { note: "stolen?" } }));
-    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
-    const base = await consoleOf(stateDir);
-    await loginWithBrowser(page, base);
-
-    // The agent's dev server on another loopback port: browsers send it the console's cookies.
-    let seen = "";
-    const thief = createServer((r, res) => {
-      seen = r.headers.cookie ?? "";
-      res.end("hello");
-    });
-    await new Promise<void>((r) => thief.listen(0, "127.0.0.1", r));
-    cleanup.push(
-      () =>
-        new Promise<void>((r) => {
-          // The browser keeps its connection alive: closing waits for it unless it is cut.
-          thief.close(() => r());
-          thief.closeAllConnections();
-        }),
-    );
-    await page.goto(`http://127.0.0.1:${(thief.address() as AddressInfo).port}/`);
-    const port = new URL(base).port;
-    const cookie = seen.split("; ").find((c) => c.startsWith(`portcullis_session_${port}=`));
-    expect(cookie, seen).toBeDefined();
-
-    // With it, the agent reads a page (and its CSRF token) and posts the decision as the page would.
-    const card = await raw(`${base}/requests/${req.request}`, { headers: { Cookie: cookie! } });
-    const csrf = /name="csrf" value="([^"]+)"/.exec(card.body)![1]!;
-    const reviewed = reviewedIn(card.body);
-    const forged = await post(
-      base,
-      `/requests/${req.request}/decide`,
-      { csrf, reviewed, action: "approve-session" },
-      { Cookie: cookie! },
-    );
-    expect(forged.status).toBe(200);
-    expect(forged.body).toContain("Prove it is you");
-    expect(handedProofKey(forged.body)).toBeNull();
-    expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
-    // The sealed audit does not open with the held proof either.
-    // (asked for the passphrase, saying the held proof is this browser's: nothing was tried)
-    const audit = await post(base, "/audit/open", { csrf }, { Cookie: cookie! });
-    expect(audit.status).toBe(200);
-    expect(audit.body).toContain("did not bring its key");
-    expect(audit.body).not.toContain("<h2>Sessions</h2>");
-
-    // The human's page has the key: the same decision goes through without the passphrase.
-    await page.goto(`${base}/requests/${req.request}`);
-    await page.getByTestId("approve-session").click();
-    await page.waitForSelector("p.outcome");
-    expect(await page.locator("p.outcome").textContent()).toMatch(/^approved/);
-    expect((await call).isError).toBeFalsy();
-  });
-});
-
 describe("cookies of the same name from another port", () => {
   it("a local web server's junk session cookies scoped to /requests and /grants hide nothing: the human logs in, decides and revokes", async () => {
     const { stateDir, gw } = await setup();
@@ -396,8 +360,20 @@ describe("a page that changes under the pointer", () => {
   // reads A and rests the pointer on its "Approve this call"; the agent ends A's gateway, A's card
   // goes, and B's card moves up under the pointer. A click then approves B, unread.
   it("waits while the pointer rests on a control, and a decision in the second after a swap decides nothing", async () => {
-    // B is asked first, A after it: the list is newest first, so A's card is drawn above B's
-    const { stateDir, gw: gwB } = await setup();
+    // B is asked first, A after it: the list is newest first, so A's card is drawn above B's. Both
+    // from gateways of their own state directory: where B's card comes from a gateway whose run
+    // made earlier requests, it is drawn another height than A's, and the swap puts no card under
+    // the point.
+    const stateDir = newStateDir();
+    const dirB = tempDir("portcullis-console-tools-");
+    cleanup.push(() => {
+      removeDir(dirB);
+      removeDir(stateDir);
+    });
+    cleanup.push(() => stopConsoleOf(stateDir));
+    const gwB = await gatewayFor(stateDir, catalogFile(dirB, [DEPLOY_TOOL]));
+    cleanup.push(() => gwB.close());
+    await gwB.client.listTools();
     const page = suite.browser.page;
     const callB = held(
       gwB.client.callTool({ name: "deploy", arguments: { target: "production", note: "B" } }),
@@ -468,5 +444,66 @@ describe("a page that changes under the pointer", () => {
     await page.waitForSelector("p.outcome");
     expect(refusal(await callB.catch((e) => e)).data).toMatchObject({ error: "approval_denied" });
     expect(suite.browser.dialogs).toEqual([]);
+  });
+});
+
+// Last: its session grant stays with the shared shop's gateway (an earlier case's call would be
+// covered by it and ask no one).
+describe("the session cookie on another port", () => {
+  it("reaches any local web server the human visits, and decides nothing there: the held proof needs the page's key", async () => {
+    const { stateDir, gw } = await setup();
+    const page = suite.browser.page;
+    const call = held(gw.client.callTool({ name: "deploy", arguments: { note: "stolen?" } }));
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
+    const base = await consoleOf(stateDir);
+    await loginWithBrowser(page, base);
+
+    // The agent's dev server on another loopback port: browsers send it the console's cookies.
+    let seen = "";
+    const thief = createServer((r, res) => {
+      seen = r.headers.cookie ?? "";
+      res.end("hello");
+    });
+    await new Promise<void>((r) => thief.listen(0, "127.0.0.1", r));
+    cleanup.push(
+      () =>
+        new Promise<void>((r) => {
+          // The browser keeps its connection alive: closing waits for it unless it is cut.
+          thief.close(() => r());
+          thief.closeAllConnections();
+        }),
+    );
+    await page.goto(`http://127.0.0.1:${(thief.address() as AddressInfo).port}/`);
+    const port = new URL(base).port;
+    const cookie = seen.split("; ").find((c) => c.startsWith(`portcullis_session_${port}=`));
+    expect(cookie, seen).toBeDefined();
+
+    // With it, the agent reads a page (and its CSRF token) and posts the decision as the page would.
+    const card = await raw(`${base}/requests/${req.request}`, { headers: { Cookie: cookie! } });
+    const csrf = /name="csrf" value="([^"]+)"/.exec(card.body)![1]!;
+    const reviewed = reviewedIn(card.body);
+    const forged = await post(
+      base,
+      `/requests/${req.request}/decide`,
+      { csrf, reviewed, action: "approve-session" },
+      { Cookie: cookie! },
+    );
+    expect(forged.status).toBe(200);
+    expect(forged.body).toContain("Prove it is you");
+    expect(handedProofKey(forged.body)).toBeNull();
+    expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
+    // The sealed audit does not open with the held proof either.
+    // (asked for the passphrase, saying the held proof is this browser's: nothing was tried)
+    const audit = await post(base, "/audit/open", { csrf }, { Cookie: cookie! });
+    expect(audit.status).toBe(200);
+    expect(audit.body).toContain("did not bring its key");
+    expect(audit.body).not.toContain("<h2>Sessions</h2>");
+
+    // The human's page has the key: the same decision goes through without the passphrase.
+    await page.goto(`${base}/requests/${req.request}`);
+    await page.getByTestId("approve-session").click();
+    await page.waitForSelector("p.outcome");
+    expect(await page.locator("p.outcome").textContent()).toMatch(/^approved/);
+    expect((await call).isError).toBeFalsy();
   });
 });
