@@ -6,9 +6,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { SseReader } from "../../src/supervisor/sse.js";
 import { readJsonLines, tempDir, waitFor } from "../helpers/files.js";
-import { runCli, startGateway } from "../helpers/gateway.js";
+import { startGateway } from "../helpers/gateway.js";
 import { rawGateway } from "../helpers/raw.js";
 import { newStateDir } from "../helpers/state.js";
+import { gatewayRow } from "../helpers/status.js";
 import { HOSTILE, startFixture } from "./upstreamFixture.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -16,6 +17,15 @@ afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup = [];
 });
+
+/**
+ * The gateway's epoch as `portcullis status --json` shows it, read in the test process
+ * (listGateways, as status reads it): these cases are about the answers, not about the status
+ * command, which was a process of its own (about 0.2 s of CPU) at each look.
+ */
+async function epochOf(stateDir: string): Promise<string> {
+  return (await gatewayRow(stateDir, (r) => r.epoch !== null, "the gateway's epoch")).epoch as string;
+}
 
 function error(e: unknown) {
   return e as { code: number; data: Record<string, unknown> };
@@ -32,9 +42,7 @@ describe("a remote server that answers badly", () => {
     });
     cleanup.push(() => gw.close());
     await gw.client.listTools();
-    const epoch = async () =>
-      JSON.parse((await runCli(["status", "--json", "--state-dir", stateDir])).stdout).gateways[0]
-        .epoch as string;
+    const epoch = () => epochOf(stateDir);
     const before = await epoch();
     const call = (mode: string) =>
       gw.client
@@ -132,11 +140,11 @@ describe("a remote server's initialize answered twice", () => {
     expect(sent[0]).toBeNull(); // the initialize itself
     expect(sent.slice(1).length).toBeGreaterThanOrEqual(3);
     expect(new Set(sent.slice(1))).toEqual(new Set(["2025-06-18"]));
-    // the epoch's record says what the first answer said
-    const status = JSON.parse((await runCli(["status", "--json", "--state-dir", peer.stateDir])).stdout);
-    const remote = status.gateways[0].record.remote;
-    expect(remote.protocolVersion).toBe("2025-06-18");
-    expect(remote.capabilities).toEqual({ tools: {} });
+    // the epoch's record says what the first answer said (its row as status reads it, read here)
+    const row = await gatewayRow(peer.stateDir, (r) => r.record !== null, "the epoch's record");
+    const remote = row.record?.remote;
+    expect(remote?.protocolVersion).toBe("2025-06-18");
+    expect(remote?.capabilities).toEqual({ tools: {} });
     expect(peer.stderr()).toMatch(/dropped a second answer to initialize/);
     expect(peer.stderr()).not.toMatch(/remote session ended|TypeError|Unhandled|at .*\.js:\d+/);
   });
@@ -246,9 +254,7 @@ describe("a remote server whose answer's headers cannot be read or sent back", (
     cleanup.push(() => peer.close());
     expect((await peer.initialize({}, 20_000)).result).toBeDefined();
     expect((await peer.request("tools/list", undefined, 20_000)).result).toBeDefined();
-    const epoch = async () =>
-      JSON.parse((await runCli(["status", "--json", "--state-dir", peer.stateDir])).stdout).gateways[0]
-        .epoch as string;
+    const epoch = () => epochOf(peer.stateDir);
     const before = await epoch();
     const call = (mode: string) => peer.request("tools/call", { name: "bad", arguments: { mode } }, 20_000);
     unreadable((await call("bigheaders")).error, /headers are larger than node's 16 KiB limit/);
