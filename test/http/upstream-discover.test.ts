@@ -3,9 +3,8 @@
 // takes it from the first, and a different one within the same epoch ends that epoch: the code
 // answering is not the code that was recorded (and approved).
 import { afterEach, describe, expect, it } from "vitest";
-import { waitFor } from "../helpers/files.js";
-import { runCli } from "../helpers/gateway.js";
 import { type RawPeer, rawGateway } from "../helpers/raw.js";
+import { gatewayRow } from "../helpers/status.js";
 import { HOSTILE, startFixture } from "./upstreamFixture.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -36,24 +35,17 @@ describe("a remote server's serverInfo in the 2026-07-28 era", () => {
       args: ["--label", "hostile", "--url", server.url, "--approval", "none"],
     });
     cleanup.push(() => peer.close());
-    const row = async () =>
-      (
-        JSON.parse((await runCli(["status", "--json", "--state-dir", peer.stateDir])).stdout)
-          .gateways as Row[]
-      )[0]!;
+    // the row as `portcullis status --json` shows it, read in the test process (listGateways, as
+    // status reads it) until it holds: the CLI was a process of its own (about 0.2 s of CPU) at
+    // every look while the case waited
+    const row = async (until: (r: Row) => boolean, what: string) =>
+      (await gatewayRow(peer.stateDir, (r) => until(r as unknown as Row), what, 20_000)) as unknown as Row;
 
     const first = await peer.request("server/discover", ENVELOPE);
     expect(first.error).toBeUndefined();
     const listed = await peer.request("tools/list", ENVELOPE, 20_000); // as a client goes on
     expect(listed.error).toBeUndefined();
-    const before = await waitFor(
-      async () => {
-        const r = await row();
-        return r.record.remote.serverInfo ? r : null;
-      },
-      20_000,
-      "serverInfo in the record",
-    );
+    const before = await row((r) => r.record?.remote.serverInfo != null, "serverInfo in the record");
     expect(before.record.remote.serverInfo).toMatchObject({ name: "hostile", version: "0.0.1" });
 
     // the server now says it is something else
@@ -64,14 +56,7 @@ describe("a remote server's serverInfo in the 2026-07-28 era", () => {
     });
     expect(call.error).toBeUndefined();
     await peer.request("server/discover", ENVELOPE);
-    const after = await waitFor(
-      async () => {
-        const r = await row();
-        return r.epoch !== before.epoch ? r : null;
-      },
-      20_000,
-      "a new epoch",
-    );
+    const after = await row((r) => r.epoch !== before.epoch, "a new epoch");
     expect(after.epoch).not.toBe(before.epoch);
     expect(peer.stderr()).toContain("describes itself differently");
   });
