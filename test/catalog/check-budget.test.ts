@@ -175,6 +175,9 @@ const value = fc.letrec((tie) => ({
 
 describe("the counting keyword changes no verdict", () => {
   it("ajv with and without it agrees on every generated schema and value, errors included", () => {
+    // fast-check's default count: 400 was set with no reason given (the commit that made it says
+    // none), at about 12 s alone; the CI counterexamples found since are kept below as examples
+    const runs = 100;
     let checked = 0;
     fc.assert(
       fc.property(schema, fc.array(value, { minLength: 1, maxLength: 6 }), (s, values) => {
@@ -224,7 +227,7 @@ describe("the counting keyword changes no verdict", () => {
         checked += compared > 0 ? 1 : 0;
       }),
       {
-        numRuns: 400,
+        numRuns: runs,
         // found by a CI run (seed -1817300726)
         examples: [
           // biome-ignore lint/suspicious/noThenProperty: "then" is a JSON Schema keyword here, not a thenable
@@ -233,9 +236,10 @@ describe("the counting keyword changes no verdict", () => {
         ],
       },
     );
-    expect(checked).toBeGreaterThan(200);
-    // 400 runs of compiling two validators each: about 12 s alone, 89 s seen on a machine loaded
-    // ten times over; the default 60 s is no bound on what it checks
+    // more than half the runs compared a value (the share 200 of 400 asked before)
+    expect(checked).toBeGreaterThan(runs / 2);
+    // each run compiles two validators: 400 runs took about 12 s alone, 89 s seen on a machine
+    // loaded ten times over; the default 60 s is no bound on what it checks
   }, 240_000);
 });
 
