@@ -47,7 +47,10 @@ describe("a decision no gateway honours is marked in the views a human reads", (
     const stateDir = newStateDir();
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
-    const gw = await startInventory(project, ["--approval-timeout", "20000"], { stateDir });
+    // The forged calls' holds end after this (step 6 waits for it), long after the forgery of
+    // step 3 lands (a fraction of a second after they ask): the CLI and console steps between run
+    // meanwhile. 20 s left step 6 waiting 14 s for nothing.
+    const gw = await startInventory(project, ["--approval-timeout", "10000"], { stateDir });
     cleanup.push(() => gw.close());
     await gw.client.listTools();
     const seen = new Set<string>();
