@@ -22,6 +22,11 @@ import { newStateDir, passphraseEnv } from "../helpers/state.js";
  * proven (the failure said, survived, recovered from) does not depend on how long the wait was.
  */
 const SHORT_BUSY = { PORTCULLIS_BUSY_TIMEOUT_MS: "2000" };
+/**
+ * A command that must fail on the lock (approve, revoke) waits less still: its refusal is the same
+ * sentence after any wait, and nothing else of it goes on meanwhile.
+ */
+const COMMAND_BUSY = { PORTCULLIS_BUSY_TIMEOUT_MS: "300" };
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -349,7 +354,7 @@ describe("a store locked by another process while a call needs a human, or a com
 
     let release = await locked(stateDir);
     const approve = await runCli(["approve", "--next", "--for", "session", "--state-dir", stateDir], {
-      env: { ...passphraseEnv(), ...SHORT_BUSY },
+      env: { ...passphraseEnv(), ...COMMAND_BUSY },
     });
     expect(approve.code, approve.stderr).toBe(2);
     expect(approve.stderr).toContain(
@@ -364,7 +369,7 @@ describe("a store locked by another process while a call needs a human, or a com
 
     release = await locked(stateDir);
     const revoke = await runCli(["revoke", grant!.grant, "--state-dir", stateDir], {
-      env: { ...passphraseEnv(), ...SHORT_BUSY },
+      env: { ...passphraseEnv(), ...COMMAND_BUSY },
     });
     expect(revoke.code, revoke.stderr).toBe(2);
     expect(revoke.stderr).toContain(LOCKED_SENTENCE);
