@@ -4,10 +4,10 @@
 // pinned on it, so a same-user process that swaps in its own keyring cannot approve its own
 // requests. A fresh store still gets its first pin. Real gateways and CLI processes.
 import { spawnSync } from "node:child_process";
-import { copyFileSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, cpSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { decideByCli, nextRequest } from "../helpers/approvals.js";
 import { tempDir } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
@@ -72,23 +72,39 @@ async function approveAsAttacker(project: Project, stateDir: string, seen: Set<s
   return { request, approve };
 }
 
+/** What the file's cases share, undone after the last of them. */
+const shared: (() => Promise<void> | void)[] = [];
+afterAll(async () => {
+  for (const c of shared.splice(0).reverse()) await c();
+});
+
 /**
  * A store where the human approved one call through a real gateway (their key pinned, a grant
- * signed with it), the gateway then closed; `seen` holds that request.
+ * signed with it), the gateway then closed; `seen` holds that request. Made once for the file
+ * (a gateway, an approval): each case gets a copy of the closed state directory, its files as
+ * they were, and the project, whose server no case's call reaches.
  */
+let approved: Promise<{ stateDir: string; project: Project; seen: Set<string> }> | undefined;
 async function approvedOnce(): Promise<{ stateDir: string; project: Project; seen: Set<string> }> {
-  const stateDir = newKeyringOnlyStateDir();
-  const project = makeProject("A");
-  cleanup.push(() => project.cleanup());
-  const gw = await startInventory(project, [], { stateDir });
-  cleanup.push(() => gw.close());
-  await gw.client.listTools();
-  const seen = new Set<string>();
-  const first = gw.client.callTool({ name: "read_status", arguments: {} });
-  await decideByCli(stateDir, "approve", (await nextRequest(stateDir, seen)).request);
-  await first;
-  await gw.close();
-  return { stateDir, project, seen };
+  approved ??= (async () => {
+    const stateDir = newKeyringOnlyStateDir();
+    const project = makeProject("A");
+    shared.push(() => project.cleanup());
+    const gw = await startInventory(project, [], { stateDir });
+    shared.push(() => gw.close());
+    await gw.client.listTools();
+    const seen = new Set<string>();
+    const first = gw.client.callTool({ name: "read_status", arguments: {} });
+    await decideByCli(stateDir, "approve", (await nextRequest(stateDir, seen)).request);
+    await first;
+    await gw.close();
+    return { stateDir, project, seen };
+  })();
+  const { stateDir: original, project, seen } = await approved;
+  const stateDir = join(tempDir("portcullis-approved-"), "state");
+  cpSync(original, stateDir, { recursive: true });
+  chmodSync(stateDir, 0o700);
+  return { stateDir, project, seen: new Set(seen) };
 }
 
 describe("a chain that does not account for the store's history", () => {
