@@ -7,35 +7,17 @@ import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotoc
 import { decideRequest, pendingRequests, pinnedSigner, renderReview } from "../approval/index.js";
 import { activityView, openRecords, verifyStore } from "../audit/index.js";
 import { diffCatalogs, getRevision, latestRevision, renderDiff } from "../catalog/index.js";
-import { parse } from "../cli/args.js";
-import { UsageError } from "../cli/errors.js";
 import { clearConsoleAddress, requestPageUrl, writeConsoleAddress } from "../console/address.js";
 import { NO_CONSOLE_ENV } from "../console/launch.js";
 import { type RunningConsole, startConsole } from "../console/server.js";
 import { initKeyring, unlockKeyring } from "../keyring/keyring.js";
 import { openStore, type Store } from "../store/db.js";
-import { stateDirFlagFor, throwawayStateDirRefusal } from "../store/stateDir.js";
+import { stateDirFlagFor } from "../store/stateDir.js";
 import { shellWord } from "../util/shellWord.js";
 import { ConsoleClient } from "./consoleClient.js";
 import { credentialStory } from "./credential.js";
 import { currentEpoch, gatewayRunning, text, waitFor } from "./observe.js";
 import { makeDemoProject } from "./project.js";
-
-export const DEMO_HELP = `usage: portcullis demo [--keep] [--console]
-
-The rebuild drill, self-contained: a fixture inventory server behind a real gateway process,
-in a temporary state directory. Revision A is approved and called; the server is rebuilt to
-revision B; the call the agent prepared before the rebuild is refused as stale; the agent
-re-lists, a human approves again (seeing what changed), and the call goes through. Then a
-credential the server never holds: a secret stored in the vault is released by the egress proxy
-to the one declared host for approved code only; the server itself sees a placeholder, and after
-a rebuild nobody approved the API receives the placeholder again.
-Human decisions are made through the same code path as 'portcullis approve'.
-
-  --keep      keep the temporary directory (state, audit log, fixture record) and print its path;
-              every command the demo prints names its state directory (--state-dir DIR)
-  --console   run the story with the web console open (its URL is printed): the human's
-              decisions go through it, as a logged-in browser's would`;
 
 const LABEL = "inventory-demo";
 // A throwaway passphrase for the demo's throwaway keyring. Real use types it on a terminal.
@@ -52,31 +34,12 @@ const indent = (text: string, pad = "   │ ") =>
     .map((l) => `${pad}${l}`)
     .join("\n");
 
-/** The demo's arguments without a `--state-dir DIR` (or `--state-dir=DIR`), and DIR ("" when none follows). */
-function withoutStateDir(args: string[]): { rest: string[]; stateDirGiven: string | undefined } {
-  const at = args.findIndex((a) => a === "--state-dir" || a.startsWith("--state-dir="));
-  if (at === -1) return { rest: args, stateDirGiven: undefined };
-  const spaced = args[at] === "--state-dir";
-  return {
-    rest: args.filter((_, i) => i !== at && !(spaced && i === at + 1)),
-    stateDirGiven: spaced ? (args[at + 1] ?? "") : args[at]!.slice("--state-dir=".length),
-  };
-}
-
-export async function runDemo(args: string[]): Promise<number> {
-  if (args.includes("--help") || args.includes("-h")) {
-    out(DEMO_HELP);
-    return 0;
-  }
-  // --state-dir (and its value) is refused by its name once the rest is read, as drill does
-  const { rest, stateDirGiven } = withoutStateDir(args);
-  // the shared parser, so its refusals are every command's: an unknown option named with where
-  // the options are listed (or a near one), a stray word counted and not shown (src/cli/args.ts)
-  parse("demo", rest, { keep: { type: "boolean" }, console: { type: "boolean" } }, false);
-  // the demo's state is its own (throwawayStateDirRefusal)
-  if (stateDirGiven !== undefined) throw new UsageError(throwawayStateDirRefusal("demo", stateDirGiven));
-  const keep = args.includes("--keep");
-  const withConsole = args.includes("--console");
+/**
+ * The story, its options already read (src/cli/demo.ts reads them before this module, and the SDK,
+ * the console and the store it brings, are loaded: a refused option costs no such load).
+ */
+export async function runDemo(opts: { keep: boolean; withConsole: boolean }): Promise<number> {
+  const { keep, withConsole } = opts;
   let console_: RunningConsole | null = null;
   const root = mkdtempSync(join(tmpdir(), "portcullis-demo-"));
   const stateDir = join(root, "state");
