@@ -7,7 +7,14 @@
 import { rmSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { consoleAddressPath, writeConsoleAddress } from "../../src/console/address.js";
-import { auditEvents, decideByCli, nextRequest, pending, waitForPending } from "../helpers/approvals.js";
+import {
+  auditEvents,
+  decideByCli,
+  nextRequest,
+  pending,
+  storedPending,
+  waitForPending,
+} from "../helpers/approvals.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { makeProject } from "../helpers/project.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
@@ -107,10 +114,11 @@ describe("a request outlives the call that raised it", () => {
       "per-call",
       "--approval-timeout",
       "300",
-      // long enough to still be pending when a CLI started after the refusal reads it on a loaded
-      // machine (2.5 s was not: at load 20 the request had expired before \`approvals\` ran)
+      // long enough to still be pending when it is read after the refusal on a loaded machine (2.5 s
+      // was not, read by a CLI started then: at load 20 the request had expired before
+      // \`approvals\` ran; it is read in this process now, and its expiry then waited for)
       "--request-ttl",
-      "8000",
+      "4000",
     ]);
     // a console "runs" for this state dir: this test process owns the address file
     writeConsoleAddress(stateDir, "http://127.0.0.1:45999");
@@ -131,7 +139,8 @@ describe("a request outlives the call that raised it", () => {
     expect(typeof e.data.pendingUntil).toBe("string");
     expect(e.data.retry).toMatch(/stays pending for 1 more minute/);
     expect(e.data.retry).toMatch(/retry this same call/);
-    expect((await pending(stateDir)).map((p) => p.request)).toEqual([id]);
+    // (read here, as \`approvals\` lists it: the command's own listing closes it once expired, below)
+    expect(storedPending(stateDir).map((p) => p.request)).toEqual([id]);
 
     // nobody decides: the request expires, is closed and recorded
     await waitForPending(stateDir, (l) => l.length === 0, 30_000, "the request to expire");
