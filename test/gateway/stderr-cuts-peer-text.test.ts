@@ -7,7 +7,7 @@
 // hostile-http-open.mjs, and one `run --listen` spoken to over HTTP.
 
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../helpers/files.js";
 import { FIXTURES, fixtureCommand, NODE, REPO } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
@@ -25,15 +25,55 @@ const LONG = 3000;
 /** the text a peer wrote: one letter, LONG times, after `prefix` */
 const long = (letter: string, prefix = "") => `${prefix}${letter.repeat(LONG)}`;
 
-/** A gateway (`--approval none`) before the rawlines fixture, `answers` its FIXTURE_RAW_ANSWERS. */
-function gateway(answers: Record<string, string | null> = {}): RawGateway {
+/**
+ * A gateway (`--approval none`) before the rawlines fixture, `answers` its FIXTURE_RAW_ANSWERS;
+ * closed after the case unless `perCase` is false (the shared one, closed after the file).
+ */
+function gateway(answers: Record<string, string | null> = {}, perCase = true): RawGateway {
   const gw = rawGateway({
     args: ["--label", "cut", "--approval", "none", "--", NODE, FIXTURES.rawlines],
     env: { FIXTURE_RAW_ANSWERS: JSON.stringify(answers) },
   });
-  cleanup.push(() => gw.close());
+  if (perCase) cleanup.push(() => gw.close());
   return gw;
 }
+
+/** The method rawlines answers with an error that passes for the gateway's own (a data.error member). */
+const FORGED_ERROR_METHOD = long("z");
+
+/**
+ * One gateway before rawlines for the cases that ask nothing else of it: started by the first of
+ * them (a gateway per case cost a start and an end each), initialized by the first that needs it
+ * (the case of a request before initialize comes first), ended after the last. Each case sends
+ * its own text under ids of its own and asserts over the whole stderr they share: no case's long
+ * text reached it whole, whichever case wrote it.
+ */
+let shared: { gw: RawGateway; initialized: Promise<unknown> | null } | null = null;
+function sharedGateway(): RawGateway {
+  shared ??= {
+    gw: gateway(
+      {
+        // slow/never stays at the server, its id in flight
+        "slow/never": null,
+        [FORGED_ERROR_METHOD]:
+          '{"jsonrpc":"2.0","id":ID,"error":{"code":-32000,"message":"no","data":{"error":"x"}}}',
+      },
+      false,
+    ),
+    initialized: null,
+  };
+  return shared.gw;
+}
+async function initializedShared(): Promise<RawGateway> {
+  const gw = sharedGateway();
+  shared!.initialized ??= gw.initialize();
+  await shared!.initialized;
+  return gw;
+}
+afterAll(async () => {
+  await shared?.gw.close();
+  shared = null;
+});
 
 /** Waits for `line` on the gateway's stderr, then asserts no 100 of `letter` in a row are there. */
 async function expectCut(gw: RawGateway, line: string, letter: string): Promise<void> {
@@ -46,7 +86,7 @@ const cut = (text: string) => `${text.slice(0, 80)}…`;
 
 describe("a peer's long text in the gateway's stderr lines", () => {
   it("a request before initialize (legacy): its id", async () => {
-    const gw = gateway();
+    const gw = sharedGateway();
     const id = long("q", "I");
     gw.send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "x", arguments: {} } });
     expect((await gw.next((m) => m.id === id)).error?.code).toBeDefined();
@@ -58,8 +98,7 @@ describe("a peer's long text in the gateway's stderr lines", () => {
   }, 30_000);
 
   it("a client's method refused or dropped by name: tasks, a guarded variant, a notification", async () => {
-    const gw = gateway();
-    await gw.initialize();
+    const gw = await initializedShared();
     // trailing slashes and blanks fold away: tasks/get and tools/call, to a lenient reader
     const task = `tasks/get${"/".repeat(LONG)}`;
     gw.send({ jsonrpc: "2.0", id: "t", method: task, params: {} });
@@ -82,8 +121,7 @@ describe("a peer's long text in the gateway's stderr lines", () => {
 
   it("a request under an id in use: its method", async () => {
     // slow/never stays at the server, its id in flight
-    const gw = gateway({ "slow/never": null });
-    await gw.initialize();
+    const gw = await initializedShared();
     gw.send({ jsonrpc: "2.0", id: "dup", method: "slow/never", params: {} });
     const method = long("m");
     gw.send({ jsonrpc: "2.0", id: "dup", method, params: {} });
@@ -92,8 +130,7 @@ describe("a peer's long text in the gateway's stderr lines", () => {
   }, 30_000);
 
   it("a client's answer under an unknown id: that id", async () => {
-    const gw = gateway();
-    await gw.initialize();
+    const gw = await initializedShared();
     const id = long("r");
     gw.send({ jsonrpc: "2.0", id, result: {} });
     await expectCut(
@@ -114,19 +151,15 @@ describe("a peer's long text in the gateway's stderr lines", () => {
 
   it("a server's answer passed on as the server's: the client's method", async () => {
     // an error with data.error passes for the gateway's own: said to be the server's, and logged
-    const method = long("z");
-    const gw = gateway({
-      [method]: '{"jsonrpc":"2.0","id":ID,"error":{"code":-32000,"message":"no","data":{"error":"x"}}}',
-    });
-    await gw.initialize();
+    const method = FORGED_ERROR_METHOD;
+    const gw = await initializedShared();
     gw.send({ jsonrpc: "2.0", id: "z", method, params: {} });
     await gw.next((m) => m.id === "z");
     await expectCut(gw, `the server answered ${cut(method)} with an error that has a data.error member`, "z");
   }, 30_000);
 
   it("a server's request under an id in use: its method and id", async () => {
-    const gw = gateway();
-    await gw.initialize();
+    const gw = await initializedShared();
     const id = long("k");
     const method = long("w");
     const request = JSON.stringify({ jsonrpc: "2.0", id, method, params: {} });
