@@ -331,12 +331,19 @@ describe("supervision end states", () => {
   // (an event), or in between: under load that was the stretch nobody saw (only the serving line,
   // never a restart); the watcher's first look now compares gen.json with what the capture saw
   // (capture-to-watch.test.ts holds that stretch open on every run).
-  it.each([
+  // The two run side by side (each with its own directory, gateway and teardown): most of their
+  // time is spent waiting, for the five starts and for the pause to hold.
+  it.concurrent.for([
     ["at once", 0, {}],
     ["slowly", 600, { PORTCULLIS_LAUNCH_WINDOW_MS: "500" }],
-  ])(
+  ] as [string, number, Record<string, string>][])(
     "onChange restart: a server that rewrites a watched file as it starts (%s) is restarted up to the loop limit, then paused (no restart loop)",
-    async (_how, delayMs, env: Record<string, string>) => {
+    { timeout: 90_000 },
+    async ([_how, delayMs, env], { expect, onTestFinished }) => {
+      const teardown: (() => Promise<void> | void)[] = [];
+      onTestFinished(async () => {
+        for (const c of teardown.reverse()) await c();
+      });
       const dir = tempDir("portcullis-selfwrite-");
       // writes gen.json (watched) at every start, then serves as the echo fixture does
       writeFileSync(
@@ -361,7 +368,7 @@ describe("supervision end states", () => {
         cwd: dir,
         env,
       });
-      cleanup.push(() => gw.close());
+      teardown.push(() => gw.close());
       let exited = false;
       void gw.exited.then(() => {
         exited = true;
@@ -402,7 +409,6 @@ describe("supervision end states", () => {
       expect(call.error!.message).not.toMatch(/crash/);
       expect(exited).toBe(false);
     },
-    90_000,
   );
 
   it("onChange restart: a developer saving twice in a row gets two restarts, not a pause", async () => {
