@@ -5,7 +5,7 @@
 // expires, is closed and is recorded in the audit.
 
 import { rmSync } from "node:fs";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, it } from "vitest";
 import { consoleAddressPath, writeConsoleAddress } from "../../src/console/address.js";
 import {
   auditEvents,
@@ -19,17 +19,22 @@ import { runCli, startInventory } from "../helpers/gateway.js";
 import { makeProject } from "../helpers/project.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
-let cleanup: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanup.reverse()) await c();
-  cleanup = [];
-});
+type Cleanup = (() => Promise<void> | void)[];
+
+/** The case's own teardown list, run when it finishes (the cases run side by side). */
+function teardownOf(onTestFinished: (fn: () => Promise<void>) => void): Cleanup {
+  const list: Cleanup = [];
+  onTestFinished(async () => {
+    for (const c of list.reverse()) await c();
+  });
+  return list;
+}
 
 function refusal(e: unknown) {
   return e as { code: number; message: string; data: Record<string, unknown> };
 }
 
-async function setup(runArgs: string[]) {
+async function setup(runArgs: string[], cleanup: Cleanup) {
   const stateDir = newStateDir();
   const project = makeProject("A");
   cleanup.push(() => project.cleanup());
@@ -48,9 +53,18 @@ async function requested(stateDir: string): Promise<string[]> {
 
 const SHORT = { timeout: 1500 };
 
-describe("a request outlives the call that raised it", () => {
-  it("a client that gives up leaves the request pending; approved, the retry proceeds at once; a one-call grant is used once", async () => {
-    const { stateDir, project, gw } = await setup(["--approval", "per-call", "--approval-timeout", "40000"]);
+// Each case has its own state directory, project and gateway, and spends most of its time
+// waiting (for a client's 1.5 s timeout, for a request to expire): they run side by side.
+describe.concurrent("a request outlives the call that raised it", () => {
+  it("a client that gives up leaves the request pending; approved, the retry proceeds at once; a one-call grant is used once", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
+    const { stateDir, project, gw } = await setup(
+      ["--approval", "per-call", "--approval-timeout", "40000"],
+      cleanup,
+    );
     const args = { sku: "S-1", delta: 1 };
 
     // 1. the client gives up after 1.5 s (the SDK sends notifications/cancelled)
@@ -108,18 +122,25 @@ describe("a request outlives the call that raised it", () => {
     expect(project.records()).toHaveLength(2);
   });
 
-  it("the hold ends with approval_timeout naming the request, the console page and how long it stays pending; expired, it is closed and recorded", async () => {
-    const { stateDir, project, gw } = await setup([
-      "--approval",
-      "per-call",
-      "--approval-timeout",
-      "300",
-      // long enough to still be pending when it is read after the refusal on a loaded machine (2.5 s
-      // was not, read by a CLI started then: at load 20 the request had expired before
-      // \`approvals\` ran; it is read in this process now, and its expiry then waited for)
-      "--request-ttl",
-      "4000",
-    ]);
+  it("the hold ends with approval_timeout naming the request, the console page and how long it stays pending; expired, it is closed and recorded", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
+    const { stateDir, project, gw } = await setup(
+      [
+        "--approval",
+        "per-call",
+        "--approval-timeout",
+        "300",
+        // long enough to still be pending when it is read after the refusal on a loaded machine (2.5 s
+        // was not, read by a CLI started then: at load 20 the request had expired before
+        // \`approvals\` ran; it is read in this process now, and its expiry then waited for)
+        "--request-ttl",
+        "4000",
+      ],
+      cleanup,
+    );
     // a console "runs" for this state dir: this test process owns the address file
     writeConsoleAddress(stateDir, "http://127.0.0.1:45999");
     cleanup.push(() => rmSync(consoleAddressPath(stateDir), { force: true }));
@@ -158,9 +179,16 @@ describe("a request outlives the call that raised it", () => {
   });
 });
 
-describe("a denial given while nobody waits", () => {
-  it("is told to the retry of the call once; a later retry asks a human again", async () => {
-    const { stateDir, project, gw } = await setup(["--approval", "per-call", "--approval-timeout", "40000"]);
+describe.concurrent("a denial given while nobody waits", () => {
+  it("is told to the retry of the call once; a later retry asks a human again", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
+    const { stateDir, project, gw } = await setup(
+      ["--approval", "per-call", "--approval-timeout", "40000"],
+      cleanup,
+    );
     const args = { sku: "S-5", delta: 5 };
     const gaveUp = await gw.client
       .callTool({ name: "adjust_inventory", arguments: args }, undefined, SHORT)
