@@ -32,11 +32,16 @@ const SUB = "io.modelcontextprotocol/subscriptionId";
 const A = "test://a";
 const B = "test://b";
 
-/** A gateway in front of modern.mjs serving resources A and B, with `approval` for resources (and `tools` for calls). */
+/**
+ * A gateway in front of modern.mjs serving resources A and B, with `approval` for resources (and
+ * `tools` for calls); closed by `teardown` (the file's list, emptied after each case, unless a
+ * case running beside another gives its own).
+ */
 function gateway(
   resources: "none" | "session" | "per-call",
   env: Record<string, string> = {},
   tools: "none" | "session" = "none",
+  teardown: (() => Promise<void> | void)[] = cleanup,
 ): RawGateway {
   const dir = tempDir();
   writeFileSync(
@@ -53,11 +58,20 @@ function gateway(
     }),
   );
   const gw = rawGateway({ args: ["modern"], cwd: dir, env: { PORTCULLIS_RESPAWN_BACKOFF_MS: "20", ...env } });
-  cleanup.push(
+  teardown.push(
     () => gw.close(),
     () => removeDir(dir),
   );
   return gw;
+}
+
+/** The case's own teardown list, run when it finishes (for a case that runs beside another). */
+function teardownOf(onTestFinished: (fn: () => Promise<void>) => void): (() => Promise<void> | void)[] {
+  const list: (() => Promise<void> | void)[] = [];
+  onTestFinished(async () => {
+    for (const c of list.reverse()) await c();
+  });
+  return list;
 }
 
 /** A gateway in front of lenient.mjs (every method it gets logged), listens kept open, resources per-call. */
@@ -435,12 +449,23 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     expect(events.filter((e) => e.type === "approval_requested")).toHaveLength(2);
     expect(gw.messages().filter((m) => m.id === "listen:0")).toEqual([]);
   }, 120_000);
-  it("a fault while its re-open is decided (the store locked past every wait as a human is asked) answers the listen, saying so, and frees its id", async () => {
+  // The two faults run side by side (each with its own state directory, store lock, gateway and
+  // teardown): most of their time is spent waiting for the store's patience to run out.
+  it.concurrent("a fault while its re-open is decided (the store locked past every wait as a human is asked) answers the listen, saying so, and frees its id", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const teardown = teardownOf(onTestFinished);
     // Under "session", a uri approved for one call only (--for call) leaves no grant behind: the
     // re-open finds none stale and asks a human, whose request cannot be stored while another
     // process keeps the store locked; after the store's patience (30 s; 2 s here) that throws. Before, the
     // listen was then never answered (a warning on stderr only), its id held for ever.
-    const gw = gateway("session", { PORTCULLIS_BUSY_TIMEOUT_MS: "100", PORTCULLIS_BUSY_PATIENCE_MS: "2000" });
+    const gw = gateway(
+      "session",
+      { PORTCULLIS_BUSY_TIMEOUT_MS: "100", PORTCULLIS_BUSY_PATIENCE_MS: "2000" },
+      "none",
+      teardown,
+    );
     await request(gw, "tools/list");
     listen(gw, "listen:0", [A], false);
     const asked = await nextRequest(gw.stateDir);
@@ -448,7 +473,7 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     await waitFor(() => acks(gw, "listen:0")[0], 20_000, "the acknowledgement");
 
     const lock = await holdStoreLock(gw.stateDir);
-    cleanup.push(() => lock.release());
+    teardown.push(() => lock.release());
     const first = serving(gw);
     process.kill(first.pid, "SIGKILL");
     const answer = await gw.next((m) => m.id === "listen:0", 60_000);
@@ -464,7 +489,11 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     const next = await nextRequest(gw.stateDir, new Set([asked.request]));
     expect(next.tool).toBe(`resources/subscribe ${B}`);
   }, 120_000);
-  it("a fault while it is first decided (the store locked past every wait as a human is asked) answers the listen, saying so, and frees its id; a listen, call or read the client cancelled meanwhile is not answered", async () => {
+  it.concurrent("a fault while it is first decided (the store locked past every wait as a human is asked) answers the listen, saying so, and frees its id; a listen, call or read the client cancelled meanwhile is not answered", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const teardown = teardownOf(onTestFinished);
     // As the re-open's fault above, for the client's own listen. And one the client cancelled while
     // its decision was stuck: its id is free from the cancellation on, and the client's next
     // request under it (here a tools/list) must not be answered by the fault's internal error.
@@ -476,10 +505,11 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
       "session",
       { PORTCULLIS_BUSY_TIMEOUT_MS: "100", PORTCULLIS_BUSY_PATIENCE_MS: "10000" },
       "session",
+      teardown,
     );
     await request(gw, "tools/list");
     const lock = await holdStoreLock(gw.stateDir);
-    cleanup.push(() => lock.release());
+    teardown.push(() => lock.release());
     const stuck = (what: string) =>
       waitFor(
         () => gw.stderr().includes(`the approval request for "${what}" waits for it`) || undefined,
