@@ -8,24 +8,25 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { afterEach, expect, it } from "vitest";
+import { it } from "vitest";
 import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 import { gatewayRow } from "../helpers/status.js";
 
-let cleanup: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanup.reverse()) await c();
-  cleanup = [];
-});
-
-it.each([
+// The two run side by side (each with its own directory, gateway and teardown): most of their
+// time is spent waiting, for the five starts and stops and for the pause to hold.
+it.concurrent.for([
   ["exits at once", 0],
   ["lingers after its write", 1000],
-])(
+] as [string, number][])(
   "onChange restart: a server that writes a watched file as it starts and as it stops (%s) is paused at the loop limit, and stays paused",
-  async (_how, lingerMs) => {
+  { timeout: 90_000 },
+  async ([_how, lingerMs], { expect, onTestFinished }) => {
+    const cleanup: (() => Promise<void> | void)[] = [];
+    onTestFinished(async () => {
+      for (const c of cleanup.reverse()) await c();
+    });
     const dir = tempDir("portcullis-stopwrite-");
     cleanup.push(() => removeDir(dir));
     // Writes gen.json (watched) at every start, and again once its input closes (the gateway
@@ -93,5 +94,4 @@ it.each([
     );
     expect(exited).toBe(false);
   },
-  90_000,
 );
