@@ -6,7 +6,7 @@
 import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, it } from "vitest";
 import { KNOWN_SCHEMA_VERSION } from "../../src/store/schemaVersion.js";
 import { verifiedAuditEvents } from "../helpers/approvals.js";
 import { alive, removeDir, tempDir, waitFor } from "../helpers/files.js";
@@ -16,11 +16,16 @@ import { makeProject } from "../helpers/project.js";
 import { rawGateway } from "../helpers/raw.js";
 import { newKeyringOnlyStateDir, newStateDir } from "../helpers/state.js";
 
-let cleanup: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanup.reverse()) await c();
-  cleanup = [];
-});
+type Cleanup = (() => Promise<void> | void)[];
+
+/** The case's own teardown list, run when it finishes (the cases run side by side). */
+function teardownOf(onTestFinished: (fn: () => Promise<void>) => void): Cleanup {
+  const list: Cleanup = [];
+  onTestFinished(async () => {
+    for (const c of list.reverse()) await c();
+  });
+  return list;
+}
 
 /** A server command that appends its pid to a file, then becomes `then` (exec: same pid). */
 function recordedStarts(dir: string, then: string): { wrapper: string; pids: () => number[] } {
@@ -37,7 +42,7 @@ function recordedStarts(dir: string, then: string): { wrapper: string; pids: () 
  * A gateway started in front of a server that sleeps (its starts recorded) while another process
  * holds `stateDir`'s store lock, each write waiting `busyMs` for it; resolves once the server runs.
  */
-async function startedUnderLock(stateDir: string, busyMs: number) {
+async function startedUnderLock(stateDir: string, busyMs: number, cleanup: Cleanup) {
   const project = makeProject("A");
   cleanup.push(() => project.cleanup());
   const { wrapper, pids } = recordedStarts(project.dir, "sleep 60");
@@ -56,8 +61,14 @@ async function startedUnderLock(stateDir: string, busyMs: number) {
   return { gw, pids };
 }
 
-describe("the server is spawned before the gateway opens its store", () => {
-  it("it runs while the gateway waits for a locked store, and that process serves the first epoch", async () => {
+// Each case has its own project, state directory and gateway, and most wait (for a locked
+// store's busy timeout, a signal's end, a capture held open): they run side by side.
+describe.concurrent("the server is spawned before the gateway opens its store", () => {
+  it("it runs while the gateway waits for a locked store, and that process serves the first epoch", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
     const { wrapper, pids } = recordedStarts(
@@ -96,7 +107,11 @@ describe("the server is spawned before the gateway opens its store", () => {
     expect((started[0]!.record as { processId: number }).processId).toBe(pids()[0]);
   }, 120_000);
 
-  it("a state directory without a keyring: the gateway refuses to start, and the server never starts", async () => {
+  it("a state directory without a keyring: the gateway refuses to start, and the server never starts", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
     const { wrapper, pids } = recordedStarts(project.dir, "sleep 60");
@@ -117,7 +132,11 @@ describe("the server is spawned before the gateway opens its store", () => {
     expect(pids()).toEqual([]);
   });
 
-  it("a file that is no SQLite database where the store goes: the gateway refuses it, and the server never starts", async () => {
+  it("a file that is no SQLite database where the store goes: the gateway refuses it, and the server never starts", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
     const { wrapper, pids } = recordedStarts(project.dir, "sleep 60");
@@ -139,7 +158,11 @@ describe("the server is spawned before the gateway opens its store", () => {
     expect(pids()).toEqual([]);
   });
 
-  it("a gateway that cannot open its store ends the server it spawned, which never got a byte", async () => {
+  it("a gateway that cannot open its store ends the server it spawned, which never got a byte", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
     const project = makeProject("A");
     cleanup.push(() => project.cleanup());
     // sleep ignores its input: only the gateway ending it ends it before a minute
@@ -166,9 +189,13 @@ describe("the server is spawned before the gateway opens its store", () => {
     await waitFor(() => !alive(pids()[0]!), 10_000, "the early server to be ended");
   });
 
-  it("a signal while the gateway still waits for its store ends the gateway and the server it spawned", async () => {
+  it("a signal while the gateway still waits for its store ends the gateway and the server it spawned", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
     // no store yet: the holder's lock is on the one being made, which the gateway waits for
-    const { gw, pids } = await startedUnderLock(newKeyringOnlyStateDir(), 2000);
+    const { gw, pids } = await startedUnderLock(newKeyringOnlyStateDir(), 2000, cleanup);
     gw.kill("SIGTERM");
     // Usually the gateway dies of the signal (its default action, once the server's group is
     // ended). A test slow to send it may find the gateway inside SQLite's wait for the lock, which
@@ -179,12 +206,16 @@ describe("the server is spawned before the gateway opens its store", () => {
     await waitFor(() => !alive(pids()[0]!), 10_000, "the early server to be ended");
   }, 60_000);
 
-  it("a signal that comes while another process holds a made store's lock is not lost: the gateway ends its server and itself", async () => {
+  it("a signal that comes while another process holds a made store's lock is not lost: the gateway ends its server and itself", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
     // The store exists (as after init): its write lock held, the gateway's first writes wait out
     // their busy timeout with the event loop held, and the signal comes then. It was lost when the
     // early start's guard stopped listening before the gateway's own handlers listened: the
     // gateway served on, and its server ran to its end and was respawned.
-    const { gw, pids } = await startedUnderLock(newStateDir(), 1500);
+    const { gw, pids } = await startedUnderLock(newStateDir(), 1500, cleanup);
     gw.kill("SIGTERM");
     // with the lock still held: each of the gateway's writes (its status row, its records) waits
     // out the busy timeout and gives up, then it ends
@@ -194,7 +225,11 @@ describe("the server is spawned before the gateway opens its store", () => {
     expect(pids()).toHaveLength(1); // never respawned
   }, 60_000);
 
-  it("a signal during the capture, the gateway's own handlers in place: an orderly end that ends the server too", async () => {
+  it("a signal during the capture, the gateway's own handlers in place: an orderly end that ends the server too", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
     // The server runs under a `node` of its own, a script whose `--version` (the capture's last
     // question, after every file is digested) says it was asked and answers only once told: the
     // capture is held open, with the server spawned and the gateway set up. The server itself
