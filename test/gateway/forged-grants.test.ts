@@ -8,7 +8,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { describe, it } from "vitest";
+import { describe, type ExpectStatic, it } from "vitest";
 import { openRecords } from "../../src/audit/log.js";
 import { approverKeyId } from "../../src/keyring/approver.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
@@ -88,29 +88,38 @@ function forgeGrant(db: Database.Database, p: Pending, grant: string, signature:
 
 const TIMEOUT = -32058;
 
+/**
+ * A gateway (10 s approval timeout) whose run asked once and was denied by the human with the
+ * CLI: the approver key is pinned, so what a case forges next is refused for its signature, not
+ * for want of a pin. `pinned`: that denied request (its run, epoch and tool are the next call's).
+ */
+async function pinnedGateway(cleanup: Cleanup, expect: ExpectStatic) {
+  const stateDir = newStateDir();
+  const project = makeProject("A");
+  cleanup.push(() => project.cleanup());
+  const gw = await gateway(project, stateDir, cleanup);
+  const seen = new Set<string>();
+  const db = sql(stateDir, cleanup);
+  // the handler is attached at once: the denial can arrive while the CLI is still exiting
+  const denied = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
+  const pinned = await nextStoredRequest(stateDir, seen);
+  await decideByCli(stateDir, "deny", pinned.request);
+  expect(refusal(await denied).data).toMatchObject({ error: "approval_denied" });
+  return { stateDir, project, gw, seen, db, pinned };
+}
+
 // Each case has its own state directory, project and gateways, and most wait out an approval
 // timeout (10 s to 15 s): they run side by side.
 describe.concurrent("decisions written without the approver key are not honoured", () => {
-  it("a request approved or denied by SQL keeps the call waiting; a grant inserted by SQL covers nothing", async ({
+  // (Two cases, each waiting out one approval timeout, side by side: one case waited out both in turn.)
+  it("a request approved by SQL, with a grant that has no signature, keeps the call waiting", async ({
     expect,
     onTestFinished,
   }) => {
     const cleanup = teardownOf(onTestFinished);
-    const stateDir = newStateDir();
-    const project = makeProject("A");
-    cleanup.push(() => project.cleanup());
-    const gw = await gateway(project, stateDir, cleanup);
-    const seen = new Set<string>();
-    const db = sql(stateDir, cleanup);
+    const { stateDir, project, gw, seen, db } = await pinnedGateway(cleanup, expect);
 
-    // A legitimate decision first, so that the approver key is pinned: what follows is refused
-    // for its signature, not for want of a pin.
-    // the handler is attached at once: the denial can arrive while the CLI is still exiting
-    const denied = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
-    await decideByCli(stateDir, "deny", (await nextStoredRequest(stateDir, seen)).request);
-    expect(refusal(await denied).data).toMatchObject({ error: "approval_denied" });
-
-    // 1. approved by SQL, with a grant that has no signature (and one with garbage)
+    // approved by SQL, with a grant that has no signature
     const first = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
     const r1 = await nextStoredRequest(stateDir, seen);
     forgeGrant(db, r1, "01FORGEDGRANT0000000000001", null);
@@ -129,31 +138,47 @@ describe.concurrent("decisions written without the approver key are not honoured
       },
     });
 
-    // 2. a session grant inserted by SQL for the run, garbage signature: the next call asks a human
-    forgeGrant(db, { ...r1, request: "none" }, "01FORGEDGRANT0000000000002", "A".repeat(86));
+    expect(project.records()).toEqual([]);
+    expect(gw.stderr()).toMatch(/grant 01FORGEDGRANT0000000000001 is not honoured: it is not signed/);
+    const rejected = (await auditEvents(stateDir)).filter((e) => e.type === "decision_rejected");
+    expect(rejected).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ what: "grant", grant: "01FORGEDGRANT0000000000001", request: r1.request }),
+      ]),
+    );
+    // once, although the gateway read it many times
+    expect(rejected.filter((e) => e.grant === "01FORGEDGRANT0000000000001")).toHaveLength(1);
+  });
+
+  it("a session grant inserted by SQL with a garbage signature covers nothing; a request denied by SQL keeps the call waiting", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
+    const { stateDir, project, gw, seen, db, pinned } = await pinnedGateway(cleanup, expect);
+
+    // a session grant inserted by SQL for the run (the subject of the run's request the human
+    // denied), garbage signature: the next call asks a human
+    forgeGrant(db, { ...pinned, request: "none" }, "01FORGEDGRANT0000000000002", "A".repeat(86));
     const second = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
     const r2 = await nextStoredRequest(stateDir, seen);
-    // 3. … and denying it by SQL does not end the wait either
+    // … and denying it by SQL does not end the wait either
     db.prepare(
       "UPDATE approval_requests SET state = 'denied', decided_by = 'sql', reason = 'x', decision_signature = 'garbage' WHERE request = ?",
     ).run(r2.request);
     expect(refusal(await second).code).toBe(TIMEOUT);
 
     expect(project.records()).toEqual([]);
-    expect(gw.stderr()).toMatch(/grant 01FORGEDGRANT0000000000001 is not honoured: it is not signed/);
     expect(gw.stderr()).toMatch(
       /grant 01FORGEDGRANT0000000000002 is not honoured: its signature does not verify/,
     );
     const rejected = (await auditEvents(stateDir)).filter((e) => e.type === "decision_rejected");
     expect(rejected).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ what: "grant", grant: "01FORGEDGRANT0000000000001", request: r1.request }),
         expect.objectContaining({ what: "grant", grant: "01FORGEDGRANT0000000000002" }),
         expect.objectContaining({ what: "denial", request: r2.request }),
       ]),
     );
-    // each once, although the gateway read them many times
-    expect(rejected.filter((e) => e.grant === "01FORGEDGRANT0000000000001")).toHaveLength(1);
   });
 
   it("a signed grant edited by SQL (run, tools) stops covering; restored, it covers again", async ({
