@@ -7,7 +7,7 @@
 // authorization_stale naming both epochs and the tool, the CLI says the approval covers nothing,
 // and the server of either epoch never receives the call.
 
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { listGateways } from "../../src/gateway/registry.js";
 import { openExistingStore } from "../../src/store/db.js";
 import { httpLogin, raw, startConsoleProcess } from "../console/helpers.js";
@@ -17,11 +17,16 @@ import { runCli, startInventory } from "../helpers/gateway.js";
 import { makeProject } from "../helpers/project.js";
 import { newStateDir } from "../helpers/state.js";
 
-let cleanup: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanup.reverse()) await c();
-  cleanup = [];
-});
+type Cleanup = (() => Promise<void> | void)[];
+
+/** The case's own teardown list, run when it finishes (the cases run side by side). */
+function teardownOf(onTestFinished: (fn: () => Promise<void>) => void): Cleanup {
+  const list: Cleanup = [];
+  onTestFinished(async () => {
+    for (const c of list.reverse()) await c();
+  });
+  return list;
+}
 
 function refusal(e: unknown) {
   return e as { code: number; message: string; data: Record<string, unknown> };
@@ -53,7 +58,7 @@ async function activeGrants(stateDir: string): Promise<unknown[]> {
   return JSON.parse(r.stdout).grants as unknown[];
 }
 
-async function setup(holdMs: number) {
+async function setup(holdMs: number, cleanup: Cleanup) {
   const stateDir = newStateDir();
   const project = makeProject("B");
   cleanup.push(() => project.cleanup());
@@ -123,10 +128,16 @@ function expectStale(e: unknown, old: string, now: string) {
 
 const ARGS = { sku: "S-1", warehouse: "W", delta: 1 };
 
-describe("an approval given after the server was replaced covers nothing", () => {
+// Each case has its own state directory, project and gateway, and spends much of its time waiting
+// (for the rebuilt server's new epoch, an approval timeout): they run side by side.
+describe.concurrent("an approval given after the server was replaced covers nothing", () => {
   for (const forWhat of ["call", "session"] as const) {
-    it(`the call waits when the human approves --for ${forWhat}: it is refused authorization_stale`, async () => {
-      const { stateDir, project, gw } = await setup(40_000);
+    it(`the call waits when the human approves --for ${forWhat}: it is refused authorization_stale`, async ({
+      expect,
+      onTestFinished,
+    }) => {
+      const cleanup = teardownOf(onTestFinished);
+      const { stateDir, project, gw } = await setup(40_000, cleanup);
       const old = await epochNow(stateDir);
       const call = gw.client.callTool({ name: "adjust_inventory", arguments: ARGS }).catch((e) => e);
       const req = await nextRequest(stateDir);
@@ -142,8 +153,12 @@ describe("an approval given after the server was replaced covers nothing", () =>
       expect(await activeGrants(stateDir)).toEqual([]);
     });
 
-    it(`the request outlives the call, approved --for ${forWhat}: the retry is refused authorization_stale, once`, async () => {
-      const { stateDir, project, gw } = await setup(1_000);
+    it(`the request outlives the call, approved --for ${forWhat}: the retry is refused authorization_stale, once`, async ({
+      expect,
+      onTestFinished,
+    }) => {
+      const cleanup = teardownOf(onTestFinished);
+      const { stateDir, project, gw } = await setup(1_000, cleanup);
       const old = await epochNow(stateDir);
       const first = refusal(
         await gw.client.callTool({ name: "adjust_inventory", arguments: ARGS }).catch((e) => e),
@@ -201,9 +216,13 @@ describe("an approval given after the server was replaced covers nothing", () =>
   }
 });
 
-describe("approve --json after the server was replaced", () => {
-  it("says in its JSON that the grant covers nothing, naming the server's epoch now", async () => {
-    const { stateDir, project, gw } = await setup(40_000);
+describe.concurrent("approve --json after the server was replaced", () => {
+  it("says in its JSON that the grant covers nothing, naming the server's epoch now", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
+    const { stateDir, project, gw } = await setup(40_000, cleanup);
     const old = await epochNow(stateDir);
     const call = gw.client.callTool({ name: "adjust_inventory", arguments: ARGS }).catch((e) => e);
     const req = await nextRequest(stateDir);
