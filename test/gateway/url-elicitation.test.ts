@@ -9,7 +9,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { consoleAddressPath, writeConsoleAddress } from "../../src/console/address.js";
 import { auditEvents, decideByCli, nextStoredRequest, storedPending } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
@@ -20,11 +20,16 @@ import { makeProject } from "../helpers/project.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 import { newStateDir } from "../helpers/state.js";
 
-let cleanup: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanup.reverse()) await c();
-  cleanup = [];
-});
+type Cleanup = (() => Promise<void> | void)[];
+
+/** The case's own teardown list, run when it finishes (the cases run side by side). */
+function teardownOf(onTestFinished: (fn: () => Promise<void>) => void): Cleanup {
+  const list: Cleanup = [];
+  onTestFinished(async () => {
+    for (const c of list.reverse()) await c();
+  });
+  return list;
+}
 
 const CONSOLE = "http://127.0.0.1:45998";
 
@@ -36,6 +41,7 @@ interface Asked {
 }
 
 async function gateway(
+  cleanup: Cleanup,
   stateDir: string,
   capabilities: Record<string, unknown>,
   answer: "accept" | "decline" = "accept",
@@ -67,6 +73,7 @@ async function gateway(
  * embedded one "accept" (what it was asked is kept), in front of a gateway; listed once.
  */
 async function modernAccepting(
+  cleanup: Cleanup,
   stateDir: string,
   o: { args: string[]; env?: Record<string, string>; cwd?: string },
 ) {
@@ -88,16 +95,22 @@ async function modernAccepting(
   return { gw, asked };
 }
 
-function consoleRuns(stateDir: string): void {
+function consoleRuns(stateDir: string, cleanup: Cleanup): void {
   writeConsoleAddress(stateDir, CONSOLE);
   cleanup.push(() => rmSync(consoleAddressPath(stateDir), { force: true }));
 }
 
-describe("URL-mode elicitation", () => {
-  it("a client that declares it is sent to the request's console page, and told when the CLI decided; its accept approves nothing", async () => {
+// Each case has its own state directory, projects and gateways, and much of its time is spent
+// waiting (for a decision by the CLI, a gateway's start or end): the cases run side by side.
+describe.concurrent("URL-mode elicitation", () => {
+  it("a client that declares it is sent to the request's console page, and told when the CLI decided; its accept approves nothing", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
     const stateDir = newStateDir();
-    consoleRuns(stateDir);
-    const { gw, asked } = await gateway(stateDir, { elicitation: { url: {} } }, "accept");
+    consoleRuns(stateDir, cleanup);
+    const { gw, asked } = await gateway(cleanup, stateDir, { elicitation: { url: {} } }, "accept");
     const call = gw.client.callTool({ name: "read_status", arguments: {} });
     const req = await nextStoredRequest(stateDir);
     const first = await waitFor(() => asked[0], 20_000, "an elicitation/create from the gateway");
@@ -118,10 +131,14 @@ describe("URL-mode elicitation", () => {
     expect(asked).toHaveLength(1);
   });
 
-  it("a client without the capability is never asked; with it but no console running, neither", async () => {
+  it("a client without the capability is never asked; with it but no console running, neither", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
     const stateDir = newStateDir();
-    consoleRuns(stateDir);
-    const { gw: plain } = await gateway(stateDir, {});
+    consoleRuns(stateDir, cleanup);
+    const { gw: plain } = await gateway(cleanup, stateDir, {});
     const call = plain.client.callTool({ name: "read_status", arguments: {} });
     const r1 = await nextStoredRequest(stateDir);
     await decideByCli(stateDir, "approve", r1.request);
@@ -130,7 +147,7 @@ describe("URL-mode elicitation", () => {
     expect(plain.notifications("notifications/elicitation/complete")).toEqual([]);
 
     rmSync(consoleAddressPath(stateDir), { force: true });
-    const { gw: capable, asked } = await gateway(stateDir, { elicitation: { url: {} } });
+    const { gw: capable, asked } = await gateway(cleanup, stateDir, { elicitation: { url: {} } });
     const call2 = capable.client.callTool({ name: "read_status", arguments: {} });
     const r2 = await nextStoredRequest(stateDir, new Set([r1.request]));
     await capable.waitForStderr(/the client accepts URL elicitation, but no console runs/);
@@ -140,10 +157,14 @@ describe("URL-mode elicitation", () => {
   });
 });
 
-describe("URL-mode elicitation in the 2026-07-28 era", () => {
-  it("the call is answered with input_required embedding the URL; the SDK's retry joins the request, its accept approves nothing; approved, the call proceeds", async () => {
+describe.concurrent("URL-mode elicitation in the 2026-07-28 era", () => {
+  it("the call is answered with input_required embedding the URL; the SDK's retry joins the request, its accept approves nothing; approved, the call proceeds", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
     const stateDir = newStateDir();
-    consoleRuns(stateDir);
+    consoleRuns(stateDir, cleanup);
     const cat = makeCatalog([
       {
         name: "lookup",
@@ -152,7 +173,7 @@ describe("URL-mode elicitation in the 2026-07-28 era", () => {
       },
     ]);
     cleanup.push(() => cat.cleanup());
-    const { gw, asked } = await modernAccepting(stateDir, {
+    const { gw, asked } = await modernAccepting(cleanup, stateDir, {
       args: ["--label", "modern", "--approval-timeout", "40000", "--", ...fixtureCommand("modern")],
       env: { ...cat.env, FIXTURE_LEGACY: "reject" },
     });
@@ -178,11 +199,15 @@ describe("URL-mode elicitation in the 2026-07-28 era", () => {
   });
 });
 
-describe("guarded reads in the 2026-07-28 era", () => {
-  it("a resource read and a prompt waiting for a human are answered with input_required, as a call is; the SDK's retry joins the request; approved, the read proceeds; denied, the prompt is refused and never reaches the server", async () => {
+describe.concurrent("guarded reads in the 2026-07-28 era", () => {
+  it("a resource read and a prompt waiting for a human are answered with input_required, as a call is; the SDK's retry joins the request; approved, the read proceeds; denied, the prompt is refused and never reaches the server", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
     const dir = tempDir();
     const stateDir = newStateDir();
-    consoleRuns(stateDir);
+    consoleRuns(stateDir, cleanup);
     const record = join(dir, "record.jsonl");
     writeFileSync(
       join(dir, "portcullis.json"),
@@ -203,7 +228,7 @@ describe("guarded reads in the 2026-07-28 era", () => {
       }),
     );
     cleanup.push(() => removeDir(dir));
-    const { gw, asked } = await modernAccepting(stateDir, {
+    const { gw, asked } = await modernAccepting(cleanup, stateDir, {
       args: ["reads", "--approval-timeout", "40000"],
       cwd: dir,
     });
@@ -245,8 +270,12 @@ describe("guarded reads in the 2026-07-28 era", () => {
   }, 120_000);
 });
 
-describe("the input's close in the 2026-07-28 era", () => {
-  it("a call decided after the client closed its input is refused authorization_required, never sent to the console for a retry that cannot come", async () => {
+describe.concurrent("the input's close in the 2026-07-28 era", () => {
+  it("a call decided after the client closed its input is refused authorization_required, never sent to the console for a retry that cannot come", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
     // A client that speaks the 2026-07-28 envelope by hand (the SDK client cannot close its input
     // and go on reading): its call is held while the server's catalog is slow to come, the client
     // closes its input, then the catalog comes and the held call is decided, a human's approval
@@ -254,7 +283,7 @@ describe("the input's close in the 2026-07-28 era", () => {
     // the answer would be input_required. The connection ends, so no retry can follow: the answer
     // is the refusal of a wait cut short, and the request closes with the run.
     const stateDir = newStateDir();
-    consoleRuns(stateDir);
+    consoleRuns(stateDir, cleanup);
     const gw = rawGateway({
       args: [
         "--label",
@@ -328,15 +357,19 @@ async function nextElicitation(gw: RawGateway, seen: number): Promise<string> {
   return message;
 }
 
-describe("what the elicitation's message names", () => {
-  it("a read, a subscription and a subscriptions/listen's uri are named as what they are, never as a tool call; a uri's quotes and line breaks stay inside its quoted name", async () => {
+describe.concurrent("what the elicitation's message names", () => {
+  it("a read, a subscription and a subscriptions/listen's uri are named as what they are, never as a tool call; a uri's quotes and line breaks stay inside its quoted name", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
     // Before, every message said 'the call of tool "resources/read URI"', the uri written raw:
     // its own quote and line break ended the gateway's sentence and began another. (A legacy
     // session: the gateway sends its own requests to the client only in that era; a listen sent in
     // it is guarded all the same, and its message names the form it was asked in.)
     const dir = tempDir();
     const stateDir = newStateDir();
-    consoleRuns(stateDir);
+    consoleRuns(stateDir, cleanup);
     writeFileSync(
       join(dir, "portcullis.json"),
       JSON.stringify({
@@ -398,9 +431,13 @@ describe("what the elicitation's message names", () => {
     );
   }, 120_000);
 
-  it("a tool whose name carries a quote and a line break: the message keeps it inside its quoted name, in either era", async () => {
+  it("a tool whose name carries a quote and a line break: the message keeps it inside its quoted name, in either era", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
     const stateDir = newStateDir();
-    consoleRuns(stateDir);
+    consoleRuns(stateDir, cleanup);
     const tools = JSON.stringify([{ name: HOSTILE, inputSchema: { type: "object" } }]);
     const legacy = rawGateway({
       args: ["--label", "hostile", "--approval", "session", "--", ...fixtureCommand("rawlines")],
