@@ -155,7 +155,9 @@ export function snapshotOf(
       tools: ix.received,
       complete: opts.complete ?? true,
       duplicateNames: ix.duplicateNames,
-      ambiguousNames: [...ix.ambiguous.keys()],
+      // only when there are some: the coverage of a catalog without them (every catalog_revised
+      // record of an ordinary server) is written as it was before the field existed
+      ...(ix.ambiguous.size > 0 ? { ambiguousNames: [...ix.ambiguous.keys()] } : {}),
       invalid: ix.invalid,
     },
   };

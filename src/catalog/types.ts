@@ -18,7 +18,8 @@ export interface Coverage {
   duplicateNames: string[];
   /**
    * names listed more than once with definitions that differ (by fingerprint): not served, and
-   * calls to them refused. Absent from coverage recorded before this field existed.
+   * calls to them refused. Present only when there are some (absent, too, from coverage recorded
+   * before this field existed).
    */
   ambiguousNames?: string[];
   /** entries dropped because they are not a tool object with a string name, or cannot be fingerprinted */
