@@ -182,7 +182,10 @@ export function latestRevision(db: Store, serverLabel: string): StoredRevision |
   return row ? fromRow(row) : null;
 }
 
-/** A revision as the lists show it: its tools counted, null when its column is no JSON list. */
+/**
+ * A revision as the lists show it: its tools counted as served (a name listed twice identically
+ * once, an ambiguous name not at all), null when its column is no JSON list.
+ */
 export interface ListedRevision {
   revision: number;
   fingerprint: string;
@@ -191,9 +194,18 @@ export interface ListedRevision {
 }
 
 // counted without parsing in JS (a large catalog's is megabytes); null when the column is no
-// JSON list (rewritten in the store), which json_array_length would fail the whole query on
+// JSON list (rewritten in the store), which json_array_length would fail the whole query on. A
+// revision stores every entry listed: where its coverage names names listed more than once, the
+// served tools are its distinct names less the ambiguous ones (rare: only then are names read).
+const SERVED_COUNT = `CASE WHEN json_valid(coverage_json)
+      AND json_type(coverage_json, '$.duplicateNames') = 'array'
+      AND json_array_length(coverage_json, '$.duplicateNames') > 0
+    THEN max(0, (SELECT count(DISTINCT json_extract(value, '$.name')) FROM json_each(tools_json))
+      - CASE WHEN json_type(coverage_json, '$.ambiguousNames') = 'array'
+          THEN json_array_length(coverage_json, '$.ambiguousNames') ELSE 0 END)
+    ELSE json_array_length(tools_json) END`;
 const LISTED = `SELECT revision, fingerprint, first_seen_at,
-    CASE WHEN json_valid(tools_json) THEN CASE WHEN json_type(tools_json) = 'array' THEN json_array_length(tools_json) END END AS tools
+    CASE WHEN json_valid(tools_json) THEN CASE WHEN json_type(tools_json) = 'array' THEN ${SERVED_COUNT} END END AS tools
   FROM catalog_revisions WHERE server_label = ?`;
 
 type ListedRow = { revision: number; fingerprint: string; tools: number | null; first_seen_at: string };

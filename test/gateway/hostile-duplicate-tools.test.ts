@@ -95,6 +95,9 @@ describe("a tool name listed twice", () => {
       }),
     ]);
     expect(json.coverage).toMatchObject({ duplicateNames: ["deploy"], ambiguousNames: ["deploy"] });
+    // catalog list counts the tools served (status), not the entries stored (three)
+    const list = await runCli(["catalog", "list", "dup", "--json"], { stateDir: gw.stateDir });
+    expect(JSON.parse(list.stdout)).toMatchObject({ revisions: [{ revision: 1, tools: 1 }] });
   });
 
   it("identically is served once, and called", async () => {
@@ -102,6 +105,9 @@ describe("a tool name listed twice", () => {
     expect((await gw.client.listTools()).tools.map((t) => t.name)).toEqual(["deploy", "status"]);
     await gw.client.callTool({ name: "deploy", arguments: { target: "preview" } });
     expect(cat.records().map((r) => r.tool)).toEqual(["deploy"]);
+    // two tools served, three entries stored
+    const list = await runCli(["catalog", "list", "dup"], { stateDir: gw.stateDir });
+    expect(list.stdout).toMatch(/^1 {2}sha256:\S+ {2}2 tools {2}first seen/m);
   });
 
   it("a change to the second definition alone is a new revision, with a diff line that names it", async () => {
