@@ -197,12 +197,19 @@ export interface ListedRevision {
 // JSON list (rewritten in the store), which json_array_length would fail the whole query on. A
 // revision stores every entry listed: where its coverage names names listed more than once, the
 // served tools are its distinct names less the ambiguous ones (rare: only then are names read).
-const SERVED_COUNT = `CASE WHEN json_valid(coverage_json)
-      AND json_type(coverage_json, '$.duplicateNames') = 'array'
-      AND json_array_length(coverage_json, '$.duplicateNames') > 0
-    THEN max(0, (SELECT count(DISTINCT json_extract(value, '$.name')) FROM json_each(tools_json))
-      - CASE WHEN json_type(coverage_json, '$.ambiguousNames') = 'array'
-          THEN json_array_length(coverage_json, '$.ambiguousNames') ELSE 0 END)
+// Every JSON function here is reached only past a check that its input is what it reads (CASEs,
+// not ANDs, whose order SQLite does not promise): a rewritten column says "unreadable" or counts
+// oddly, and never fails the query (json_extract on an element that is a string would).
+const DUPLICATES_NAMED = `CASE WHEN json_valid(coverage_json) THEN
+    CASE WHEN json_type(coverage_json, '$.duplicateNames') = 'array'
+      THEN json_array_length(coverage_json, '$.duplicateNames') > 0 ELSE 0 END
+  ELSE 0 END`;
+const AMBIGUOUS_COUNT = `CASE WHEN json_type(coverage_json, '$.ambiguousNames') = 'array'
+    THEN json_array_length(coverage_json, '$.ambiguousNames') ELSE 0 END`;
+const DISTINCT_NAMES = `(SELECT count(DISTINCT CASE WHEN type = 'object' THEN json_extract(value, '$.name') END)
+    FROM json_each(tools_json))`;
+const SERVED_COUNT = `CASE WHEN ${DUPLICATES_NAMED}
+    THEN max(0, ${DISTINCT_NAMES} - ${AMBIGUOUS_COUNT})
     ELSE json_array_length(tools_json) END`;
 const LISTED = `SELECT revision, fingerprint, first_seen_at,
     CASE WHEN json_valid(tools_json) THEN CASE WHEN json_type(tools_json) = 'array' THEN ${SERVED_COUNT} END END AS tools
