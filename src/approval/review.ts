@@ -1,5 +1,13 @@
 import { describeField } from "../catalog/fieldSummary.js";
-import { diffCatalogs, getRevision, renderDiff, shownDiff, type Tool } from "../catalog/index.js";
+import {
+  type CatalogSnapshot,
+  diffCatalogs,
+  getRevision,
+  renderDiff,
+  shownDiff,
+  storedSnapshot,
+  type Tool,
+} from "../catalog/index.js";
 import { withRefOwners } from "../catalog/refOwners.js";
 import { clip, displayName, displayValue, safeText } from "../catalog/text.js";
 import { classOf } from "../catalog/types.js";
@@ -164,15 +172,19 @@ function catalogPart(db: Store, input: ReviewInput, last: GrantDbRow | undefined
       rendered: `catalog revision ${revision}: unchanged since the last approval`,
     };
   }
-  // The approved revision's full catalog when the store has it; else the definitions that were granted.
-  const before: Tool[] =
-    getRevision(db, input.serverLabel, from)?.tools ??
+  // The approved revision's full catalog when the store has it (with the names it withheld for
+  // entries that could not be fingerprinted: storedSnapshot); else the definitions that were granted.
+  const stored = (n: number) => {
+    const r = getRevision(db, input.serverLabel, n);
+    return r ? storedSnapshot(r) : null;
+  };
+  const before: Tool[] | CatalogSnapshot =
+    stored(from) ??
     Object.values(toGrantRecord(last).toolDefinitions).filter(
       (d): d is Tool => isObj(d) && typeof d.name === "string",
     );
-  const after: Tool[] =
-    getRevision(db, input.serverLabel, revision)?.tools ??
-    (input.call.definition ? [input.call.definition as Tool] : []);
+  const after: Tool[] | CatalogSnapshot =
+    stored(revision) ?? (input.call.definition ? [input.call.definition as Tool] : []);
   const diff = diffCatalogs(before, after);
   // Kept redacted piece by piece (shownDiff), as `catalog diff` shows it, and shown from `diff`
   // (render.ts): redacting the rendered text whole read the diff's own words as secrets.

@@ -2,8 +2,10 @@
  * Diff entries for names a server lists more than once. A name listed with definitions that
  * differ (by fingerprint) is ambiguous: it is not served, and its calls are refused, since which
  * definition a server runs is its own business and the human would approve (and the agent see)
- * one while the server may act on another. Every entry of such a name counts in the catalog
- * fingerprint, so a change to any of them is a revision, and each revision says so here.
+ * one while the server may act on another. So is a name also listed with an entry that cannot be
+ * fingerprinted (a number such as 1e400 in it). Every entry of such a name counts in the catalog
+ * fingerprint (one that cannot be fingerprinted by how many there are of its name), so a change to
+ * any of them is a revision, and each revision says so here.
  *
  * Deny first: a name becoming ambiguous, changing while ambiguous, or served again afterwards
  * expands (under onExpand "run" the run's grants end, and an approval of it is asked again);
@@ -15,21 +17,29 @@ import { own } from "./schemaPath.js";
 import type { Listed } from "./snapshot.js";
 import type { DiffEntry, FieldChange, Tool } from "./types.js";
 
-/** What a diff reads of each side: the served tools, the ambiguous names, every entry of a repeated name. */
+/**
+ * What a diff reads of each side: the served tools, the ambiguous names, every entry of a repeated
+ * name, and how many entries that cannot be fingerprinted a name kept otherwise has.
+ */
 export interface ListedSide {
   byName: Map<string, Listed>;
   ambiguous: Map<string, Listed[]>;
   repeated: Map<string, Listed[]>;
+  unfingerprintable: Map<string, number>;
 }
 
 /** How many definitions of one ambiguous name are described in a diff entry. */
 const DEFINITIONS_SHOWN = 5;
 
-/** How many times a side lists `name` (1 for a name listed once, 0 for one it does not list). */
+/**
+ * How many times a side lists `name` (1 for a name listed once, 0 for one it does not list), its
+ * entries that cannot be fingerprinted included when it has others.
+ */
 export function timesListed(side: ListedSide, name: string): number {
+  const dropped = side.unfingerprintable.get(name) ?? 0;
   const all = side.repeated.get(name);
-  if (all) return all.length;
-  return side.byName.has(name) ? 1 : 0;
+  if (all) return all.length + dropped;
+  return (side.byName.has(name) || side.ambiguous.has(name) ? 1 : 0) + dropped;
 }
 
 /** The cosmetic line of a served tool whose copies changed in number (the same definition each time). */
@@ -42,19 +52,29 @@ export function copiesChange(before: number, after: number): FieldChange {
 }
 
 function entriesKey(side: ListedSide, name: string): string {
-  return (side.repeated.get(name) ?? [])
-    .map((e) => e.fingerprint)
-    .sort()
-    .join(",");
+  const all = side.repeated.get(name) ?? side.ambiguous.get(name) ?? [];
+  const fingerprints = all.map((e) => e.fingerprint).sort();
+  return `${fingerprints.join(",")}+${side.unfingerprintable.get(name) ?? 0}`;
+}
+
+/** "listed 2 times with 2 different definitions", or, with entries that cannot be fingerprinted, "listed 2 times, 1 of them …". */
+export function listedWith(listed: number, definitions: number, unfingerprintable: number): string {
+  return unfingerprintable > 0
+    ? `listed ${counted(listed, "time")}, ${unfingerprintable} of them with a definition portcullis cannot fingerprint`
+    : `listed ${counted(listed, "time")} with ${definitions} different definitions`;
 }
 
 function ambiguityLine(side: ListedSide, name: string): string {
   const defs = side.ambiguous.get(name)?.length ?? 0;
-  return `listed ${counted(timesListed(side, name), "time")} with ${defs} different definitions: not served, its calls refused`;
+  const dropped = side.unfingerprintable.get(name) ?? 0;
+  return `${listedWith(timesListed(side, name), defs, dropped)}: not served, its calls refused`;
 }
 
-/** One line per definition (the first few): its description, and its fingerprint to find it in `catalog show`. */
-function definitionLines(defs: Listed[]): FieldChange[] {
+/**
+ * One line per definition (the first few): its description, and its fingerprint to find it in
+ * `catalog show`; then how many entries could not be fingerprinted (`dropped`).
+ */
+function definitionLines(defs: Listed[], dropped: number): FieldChange[] {
   const out: FieldChange[] = defs.slice(0, DEFINITIONS_SHOWN).map((d, i) => {
     const c: FieldChange = {
       path: "",
@@ -70,6 +90,13 @@ function definitionLines(defs: Listed[]): FieldChange[] {
     out.push({
       path: "",
       change: `and ${counted(defs.length - DEFINITIONS_SHOWN, "more definition")}`,
+      classification: "expands",
+    });
+  }
+  if (dropped > 0) {
+    out.push({
+      path: "",
+      change: `and ${counted(dropped, "entry", "entries")} portcullis cannot fingerprint (dropped: catalog show lists them)`,
       classification: "expands",
     });
   }
@@ -109,7 +136,7 @@ export function ambiguityEntries(
             change: `definitions changed: still ${ambiguityLine(B, n)}`,
             classification: "expands",
           },
-          ...definitionLines(after),
+          ...definitionLines(after, B.unfingerprintable.get(n) ?? 0),
         ],
         ...fingerprints,
       });
@@ -125,7 +152,7 @@ export function ambiguityEntries(
             change: served ? `now ${ambiguityLine(B, n)}` : `tool added, ${ambiguityLine(B, n)}`,
             classification: "expands",
           },
-          ...definitionLines(after),
+          ...definitionLines(after, B.unfingerprintable.get(n) ?? 0),
         ],
         ...(served ? { fingerprintBefore: served.fingerprint } : {}),
         ...fingerprints,

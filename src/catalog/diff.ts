@@ -478,7 +478,12 @@ function isSnapshot(x: unknown): x is CatalogSnapshot {
 
 function toIndex(x: Tool[] | CatalogSnapshot): ListedSide {
   if (!isSnapshot(x)) return indexTools(x);
-  return { byName: x.byName, ambiguous: x.ambiguous ?? new Map(), repeated: x.repeated ?? new Map() };
+  return {
+    byName: x.byName,
+    ambiguous: x.ambiguous ?? new Map(),
+    repeated: x.repeated ?? new Map(),
+    unfingerprintable: x.unfingerprintable ?? new Map(),
+  };
 }
 
 const KIND_ORDER: Record<DiffEntry["kind"], number> = { added: 0, modified: 1, removed: 2 };

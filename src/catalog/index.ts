@@ -15,10 +15,11 @@ export {
   recordedLabels,
   recordRevision,
   revisionFingerprint,
+  type StoredCatalog,
   type StoredRevision,
 } from "./revisions.js";
 export { shownDiff } from "./shownDiff.js";
-export { catalogFingerprint, snapshotOf, toolFingerprint } from "./snapshot.js";
+export { catalogFingerprint, snapshotOf, storedSnapshot, toolFingerprint } from "./snapshot.js";
 export type {
   CatalogDiff,
   CatalogSnapshot,
@@ -29,5 +30,6 @@ export type {
   InvalidEntry,
   RenameCandidate,
   Tool,
+  UnfingerprintableName,
 } from "./types.js";
 export { ArgumentValidator, type ValidationResult } from "./validator.js";

@@ -4,6 +4,7 @@
  * terminal it is shown on.
  */
 import { counted } from "../util/counted.js";
+import { listedWith } from "./ambiguousDiff.js";
 import { describeField } from "./fieldSummary.js";
 import { withRefOwners } from "./refOwners.js";
 import { isObj, own } from "./schemaPath.js";
@@ -155,9 +156,17 @@ export function renderCatalog(s: CatalogSnapshot, revision: number): string {
       `  listed more than once, the same definition each time (served once): ${firstOf(copied, 20, displayName)}`,
     );
   }
-  if (s.ambiguous.size > 0) {
+  const dropped = (name: string) => s.unfingerprintable?.get(name) ?? 0;
+  const differing = [...s.ambiguous.keys()].filter((n) => dropped(n) === 0);
+  if (differing.length > 0) {
     lines.push(
-      `  listed more than once with different definitions (NOT served, calls refused until the server lists each once): ${firstOf([...s.ambiguous.keys()], 20, displayName)}`,
+      `  listed more than once with different definitions (NOT served, calls refused until the server lists each once): ${firstOf(differing, 20, displayName)}`,
+    );
+  }
+  const unreadable = [...s.ambiguous.keys()].filter((n) => dropped(n) > 0);
+  if (unreadable.length > 0) {
+    lines.push(
+      `  listed also with a definition portcullis cannot fingerprint (NOT served, calls refused until the server lists each once with one it can): ${firstOf(unreadable, 20, displayName)}`,
     );
   }
   if (cov.invalid.length > 0) {
@@ -173,12 +182,21 @@ export function renderCatalog(s: CatalogSnapshot, revision: number): string {
       lines.push(`  (and ${counted(s.ambiguous.size - AMBIGUOUS_SHOWN, "more ambiguous name")} not shown)`);
       break;
     }
-    lines.push(`  ${displayName(name)}: NOT SERVED, listed with ${defs.length} different definitions:`);
+    const unread = dropped(name);
+    lines.push(
+      unread === 0
+        ? `  ${displayName(name)}: NOT SERVED, listed with ${defs.length} different definitions:`
+        : `  ${displayName(name)}: NOT SERVED, ${listedWith((s.repeated.get(name)?.length ?? defs.length) + unread, defs.length, unread)}:`,
+    );
     defs.slice(0, DEFINITIONS_SHOWN).forEach((d, i) => {
-      lines.push(`    definition ${i + 1} of ${defs.length}:`);
+      lines.push(`    definition ${i + 1} of ${defs.length}${unread > 0 ? " portcullis fingerprints" : ""}:`);
       lines.push(...toolLines(d.tool, d.fingerprint).map((l) => `  ${l}`));
     });
     if (defs.length > DEFINITIONS_SHOWN) lines.push(`    (and ${defs.length - DEFINITIONS_SHOWN} more)`);
+    if (unread > 0)
+      lines.push(
+        `    (and ${counted(unread, "entry", "entries")} portcullis cannot fingerprint: dropped, not stored, not shown)`,
+      );
   }
   return `${lines.join("\n")}\n`;
 }

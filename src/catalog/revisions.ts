@@ -31,12 +31,7 @@ interface Row {
 }
 
 function fromRow(r: Row): StoredRevision {
-  let coverage: Coverage | null = null;
-  try {
-    coverage = JSON.parse(r.coverage_json) as Coverage;
-  } catch {
-    coverage = null;
-  }
+  const coverage = readCoverage(r.coverage_json);
   const tools = storedJson(r.tools_json, "catalog_revisions", "tools_json", LIST_OF_NAMED);
   return {
     ...(tools.ok ? {} : { unreadable: `revision ${r.revision}: ${tools.why}` }),
@@ -77,7 +72,7 @@ export function recordRevision(
 ): {
   revision: number;
   changed: boolean;
-  previous: { revision: number; fingerprint: string; tools: Tool[] } | null;
+  previous: StoredCatalog | null;
 } {
   const run = db.transaction(() => {
     // the latest inventory is read (and parsed) only when it is asked for: a caller that records
@@ -110,29 +105,61 @@ export function recordRevision(
 }
 
 /**
- * `{revision, fingerprint, tools}` of a stored revision whose `tools` are read from the store and
- * parsed when first asked for (an enumerable getter: a copy or a comparison reads them). A
- * revision's row never changes once written.
+ * A stored revision as a diff reads it: its entries kept and its coverage (whose `unfingerprintable`
+ * names what the entries cannot hold: storedSnapshot).
+ */
+export interface StoredCatalog {
+  revision: number;
+  fingerprint: string;
+  tools: Tool[];
+  coverage: Coverage | null;
+}
+
+/**
+ * `{revision, fingerprint, tools, coverage}` of a stored revision whose `tools` and `coverage` are
+ * read from the store and parsed when first asked for (enumerable getters: a copy or a comparison
+ * reads them). A revision's row never changes once written.
  */
 function storedTools(
   db: Store,
   serverLabel: string,
   r: { revision: number; fingerprint: string },
-): { revision: number; fingerprint: string; tools: Tool[] } {
+): StoredCatalog {
   let tools: Tool[] | undefined;
-  return Object.defineProperty({ revision: r.revision, fingerprint: r.fingerprint }, "tools", {
-    enumerable: true,
-    get: () => {
-      // unreadable (rewritten in the store): none, so the new catalog has every tool added (expands)
-      tools ??= readTools(
-        db
-          .prepare("SELECT tools_json FROM catalog_revisions WHERE server_label = ? AND revision = ?")
-          .pluck()
-          .get(serverLabel, r.revision),
-      );
-      return tools;
+  let coverage: { value: Coverage | null } | undefined;
+  const column = (name: "tools_json" | "coverage_json"): unknown =>
+    db
+      .prepare(`SELECT ${name} FROM catalog_revisions WHERE server_label = ? AND revision = ?`)
+      .pluck()
+      .get(serverLabel, r.revision);
+  return Object.defineProperties(
+    { revision: r.revision, fingerprint: r.fingerprint },
+    {
+      tools: {
+        enumerable: true,
+        get: () => {
+          // unreadable (rewritten in the store): none, so the new catalog has every tool added (expands)
+          tools ??= readTools(column("tools_json"));
+          return tools;
+        },
+      },
+      coverage: {
+        enumerable: true,
+        get: () => {
+          coverage ??= { value: readCoverage(column("coverage_json")) };
+          return coverage.value;
+        },
+      },
     },
-  }) as { revision: number; fingerprint: string; tools: Tool[] };
+  ) as StoredCatalog;
+}
+
+function readCoverage(text: unknown): Coverage | null {
+  try {
+    return typeof text === "string" ? (JSON.parse(text) as Coverage) : null;
+  } catch {
+    return null;
+  }
 }
 
 function readTools(text: unknown): Tool[] {
@@ -195,14 +222,18 @@ export interface ListedRevision {
 
 // counted without parsing in JS (a large catalog's is megabytes); null when the column is no
 // JSON list (rewritten in the store), which json_array_length would fail the whole query on. A
-// revision stores every entry listed: where its coverage names names listed more than once, the
-// served tools are its distinct names less the ambiguous ones (rare: only then are names read).
+// revision stores every entry listed: where its coverage names names listed more than once, or
+// ambiguous ones (a name listed once beside an entry that could not be fingerprinted is ambiguous
+// but no duplicate), the served tools are its distinct names less the ambiguous ones (rare: only
+// then are names read).
 // Every JSON function here is reached only past a check that its input is what it reads (CASEs,
 // not ANDs, whose order SQLite does not promise): a rewritten column says "unreadable" or counts
 // oddly, and never fails the query (json_extract on an element that is a string would).
 const DUPLICATES_NAMED = `CASE WHEN json_valid(coverage_json) THEN
-    CASE WHEN json_type(coverage_json, '$.duplicateNames') = 'array'
-      THEN json_array_length(coverage_json, '$.duplicateNames') > 0 ELSE 0 END
+    CASE WHEN (CASE WHEN json_type(coverage_json, '$.duplicateNames') = 'array'
+        THEN json_array_length(coverage_json, '$.duplicateNames') > 0 ELSE 0 END) THEN 1
+      ELSE (CASE WHEN json_type(coverage_json, '$.ambiguousNames') = 'array'
+        THEN json_array_length(coverage_json, '$.ambiguousNames') > 0 ELSE 0 END) END
   ELSE 0 END`;
 const AMBIGUOUS_COUNT = `CASE WHEN json_type(coverage_json, '$.ambiguousNames') = 'array'
     THEN json_array_length(coverage_json, '$.ambiguousNames') ELSE 0 END`;

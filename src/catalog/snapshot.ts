@@ -1,5 +1,5 @@
 import { canonicalString, sameJson, sha256Tag } from "../util/canonical.js";
-import type { CatalogSnapshot, InvalidEntry, Tool } from "./types.js";
+import type { CatalogSnapshot, Coverage, InvalidEntry, Tool, UnfingerprintableName } from "./types.js";
 
 /**
  * Per-tool fingerprint: "sha256:<hex>" of the RFC 8785 canonical form of the whole tool object
@@ -10,10 +10,25 @@ export function toolFingerprint(t: Tool): string {
   return sha256Tag(canonicalString(t));
 }
 
-/** Catalog fingerprint over per-tool fingerprints: order-independent by construction. */
-export function catalogFingerprint(toolFingerprints: readonly string[]): string {
+/**
+ * Catalog fingerprint over per-tool fingerprints: order-independent by construction. A name the
+ * server also lists with entries that cannot be fingerprinted (withheld for them) adds one marker,
+ * its name and how many such entries it has, so that such an entry appearing or going is a new
+ * revision; a catalog without any has the fingerprint it always had.
+ */
+export function catalogFingerprint(
+  toolFingerprints: readonly string[],
+  unfingerprintable: ReadonlyMap<string, number> = new Map(),
+): string {
   // Fingerprints are "sha256:<hex>": ASCII that needs no escaping, so JSON.stringify is RFC 8785 here.
-  return sha256Tag(JSON.stringify([...toolFingerprints].sort()));
+  // A marker starts "unfingerprintable:", so it never equals a tool's fingerprint.
+  const markers = [...unfingerprintable].map(([name, n]) => unfingerprintableMarker(name, n));
+  return sha256Tag(JSON.stringify([...toolFingerprints, ...markers].sort()));
+}
+
+/** The marker of a name with `entries` entries that cannot be fingerprinted (canonicalString: any name, lone surrogates included). */
+function unfingerprintableMarker(name: string, entries: number): string {
+  return `unfingerprintable:${sha256Tag(canonicalString([name, entries]))}`;
 }
 
 /** One entry of a tool list with its fingerprint. */
@@ -40,6 +55,12 @@ export interface IndexedCatalog {
   listed: Tool[];
   /** the fingerprint of each entry of `listed`, in the same order: the catalog fingerprint covers them all */
   fingerprints: string[];
+  /**
+   * Names listed with entries kept and also with entries that cannot be fingerprinted (dropped,
+   * in `invalid`): how many of the latter each. Every such name is ambiguous: the gateway cannot
+   * tell whether the server would run a definition it never fingerprinted.
+   */
+  unfingerprintable: Map<string, number>;
   duplicateNames: string[];
   invalid: InvalidEntry[];
   received: number;
@@ -52,15 +73,25 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 /**
  * Keeps what can be served: objects with a string `name`, fingerprintable, each name listed once
  * or always with the same definition (its copies are one tool). A name listed with different
- * definitions is kept in `listed` and `ambiguous`, never served. Never throws, whatever the list holds.
+ * definitions, or also with an entry that cannot be fingerprinted, is kept in `listed` and
+ * `ambiguous`, never served. `stored` adds the entries that could not be fingerprinted of a stored
+ * revision (which keeps only the others): its coverage's `unfingerprintable`. Never throws,
+ * whatever the list holds.
  */
-export function indexTools(list: unknown, previous?: IndexedCatalog["byName"]): IndexedCatalog {
+export function indexTools(
+  list: unknown,
+  previous?: IndexedCatalog["byName"],
+  stored: readonly UnfingerprintableName[] = [],
+): IndexedCatalog {
   const byName = new Map<string, Listed>();
   const repeated = new Map<string, Listed[]>();
   const order: string[] = [];
   const listed: Tool[] = [];
   const fingerprints: string[] = [];
   const invalid: InvalidEntry[] = [];
+  // entries of a string name that could not be fingerprinted, by name (stored ones first)
+  const dropped = new Map<string, number>();
+  for (const u of stored) dropped.set(u.name, (dropped.get(u.name) ?? 0) + u.entries);
   const items: unknown[] = Array.isArray(list) ? list : [];
   if (!Array.isArray(list)) invalid.push({ index: -1, reason: "the tool list is not an array" });
   for (let i = 0; i < items.length; i++) {
@@ -87,6 +118,7 @@ export function indexTools(list: unknown, previous?: IndexedCatalog["byName"]): 
     } catch (err) {
       const why = err instanceof Error ? err.message : String(err);
       invalid.push({ index: i, reason: `cannot be fingerprinted (${why})` });
+      dropped.set(name, (dropped.get(name) ?? 0) + 1);
       continue;
     }
     const entry = { tool: t as Tool, fingerprint };
@@ -108,6 +140,19 @@ export function indexTools(list: unknown, previous?: IndexedCatalog["byName"]): 
     ambiguous.set(name, distinct);
     byName.delete(name);
   }
+  // Deny first: a name also listed with an entry that cannot be fingerprinted is ambiguous too,
+  // whatever its other entries are (that entry differs from each of them, as parsed). A name with
+  // no entry kept is simply not in the catalog, as before.
+  const unfingerprintable = new Map<string, number>();
+  for (const [name, n] of dropped) {
+    const kept = byName.get(name);
+    if (!kept && !ambiguous.has(name)) continue;
+    unfingerprintable.set(name, n);
+    if (kept) {
+      ambiguous.set(name, [kept]);
+      byName.delete(name);
+    }
+  }
   const tools: Tool[] = [];
   for (const name of order) {
     const e = byName.get(name);
@@ -120,6 +165,7 @@ export function indexTools(list: unknown, previous?: IndexedCatalog["byName"]): 
     repeated,
     listed,
     fingerprints,
+    unfingerprintable,
     duplicateNames: [...repeated.keys()],
     invalid,
     received: items.length,
@@ -140,14 +186,20 @@ export function indexTools(list: unknown, previous?: IndexedCatalog["byName"]): 
 export function snapshotOf(
   tools: Tool[],
   pages: number,
-  opts: { complete?: boolean; previous?: CatalogSnapshot | null } = {},
+  opts: {
+    complete?: boolean;
+    previous?: CatalogSnapshot | null;
+    /** a stored revision's entries that could not be fingerprinted (its coverage's `unfingerprintable`) */
+    unfingerprintable?: readonly UnfingerprintableName[];
+  } = {},
 ): CatalogSnapshot {
-  const ix = indexTools(tools, opts.previous?.byName);
+  const ix = indexTools(tools, opts.previous?.byName, opts.unfingerprintable);
   return {
-    fingerprint: catalogFingerprint(ix.fingerprints),
+    fingerprint: catalogFingerprint(ix.fingerprints, ix.unfingerprintable),
     tools: ix.tools,
     byName: ix.byName,
     ambiguous: ix.ambiguous,
+    unfingerprintable: ix.unfingerprintable,
     repeated: ix.repeated,
     listed: ix.listed,
     coverage: {
@@ -158,7 +210,38 @@ export function snapshotOf(
       // only when there are some: the coverage of a catalog without them (every catalog_revised
       // record of an ordinary server) is written as it was before the field existed
       ...(ix.ambiguous.size > 0 ? { ambiguousNames: [...ix.ambiguous.keys()] } : {}),
+      // likewise: a stored revision keeps only the entries it could fingerprint, and these
+      // reproduce its fingerprint and its ambiguous names (storedSnapshot)
+      ...(ix.unfingerprintable.size > 0
+        ? { unfingerprintable: [...ix.unfingerprintable].map(([name, entries]) => ({ name, entries })) }
+        : {}),
       invalid: ix.invalid,
     },
   };
+}
+
+/**
+ * A stored revision as a snapshot: its entries kept, and, from its coverage, the names also listed
+ * with entries that could not be fingerprinted (which the store cannot keep as listed: JSON has no
+ * Infinity), so that it has the fingerprint and the ambiguous names it was recorded with. What the
+ * coverage says is read warily (a row can be rewritten by another process): anything but a list of
+ * `{name: string, entries: positive integer}` adds nothing.
+ */
+export function storedSnapshot(r: { tools: Tool[]; coverage?: Coverage | null }): CatalogSnapshot {
+  return snapshotOf(r.tools, 1, { unfingerprintable: storedUnfingerprintable(r.coverage) });
+}
+
+function storedUnfingerprintable(coverage: Coverage | null | undefined): UnfingerprintableName[] {
+  const said: unknown =
+    isRecord(coverage) && Object.hasOwn(coverage, "unfingerprintable")
+      ? coverage.unfingerprintable
+      : undefined;
+  if (!Array.isArray(said)) return [];
+  return said.filter(
+    (u): u is UnfingerprintableName =>
+      isRecord(u) &&
+      typeof u.name === "string" &&
+      Number.isSafeInteger(u.entries) &&
+      (u.entries as number) > 0,
+  );
 }

@@ -7,6 +7,12 @@ export interface InvalidEntry {
   reason: string;
 }
 
+/** A name with `entries` entries that cannot be fingerprinted, beside entries that can. */
+export interface UnfingerprintableName {
+  name: string;
+  entries: number;
+}
+
 export interface Coverage {
   /** pages fetched to build the list */
   pages: number;
@@ -22,6 +28,13 @@ export interface Coverage {
    * before this field existed).
    */
   ambiguousNames?: string[];
+  /**
+   * names listed with entries kept and also with entries that cannot be fingerprinted (dropped, in
+   * `invalid`; a number such as 1e400): how many of the latter each. Such a name is ambiguous (in
+   * `ambiguousNames`), and this is what the catalog fingerprint covers of those entries. Present
+   * only when there are some.
+   */
+  unfingerprintable?: UnfingerprintableName[];
   /** entries dropped because they are not a tool object with a string name, or cannot be fingerprinted */
   invalid: InvalidEntry[];
 }
@@ -32,8 +45,17 @@ export interface CatalogSnapshot {
   /** the tools served to clients: server order, as received (one of each name listed with one definition) */
   tools: Tool[];
   byName: Map<string, { tool: Tool; fingerprint: string }>;
-  /** names listed with definitions that differ: their distinct definitions, server order; never served */
+  /**
+   * names listed with definitions that differ, or also with an entry that cannot be fingerprinted:
+   * their distinct definitions that could be, server order; never served
+   */
   ambiguous: Map<string, { tool: Tool; fingerprint: string }[]>;
+  /**
+   * names also listed with entries that cannot be fingerprinted: how many each (every one of them
+   * is ambiguous; its definitions there are the ones that could be fingerprinted). Absent from
+   * snapshots made before it existed.
+   */
+  unfingerprintable?: Map<string, number>;
   /** names listed more than once: every entry of each, server order */
   repeated: Map<string, { tool: Tool; fingerprint: string }[]>;
   /** every entry kept, server order, copies and ambiguous names included: what a revision stores */

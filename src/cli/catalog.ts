@@ -7,7 +7,7 @@ import {
   renderCatalog,
   renderDiff,
   shownDiff,
-  snapshotOf,
+  storedSnapshot,
 } from "../catalog/index.js";
 import { safeText } from "../catalog/text.js";
 import { openStoreToRead } from "../store/db.js";
@@ -135,7 +135,8 @@ export async function catalogCommand(args: string[]): Promise<number> {
       case "show": {
         const r = wanted !== undefined ? rev(wanted) : latest;
         if (r.unreadable !== undefined) return unreadableRevision(sub, label, r.unreadable);
-        const snap = snapshotOf(r.tools, 1);
+        // (storedSnapshot: with the entries of its coverage that could not be fingerprinted)
+        const snap = storedSnapshot(r);
         if (values.json) {
           out(
             printableJson({
@@ -154,7 +155,12 @@ export async function catalogCommand(args: string[]): Promise<number> {
               // names listed with different definitions: stored and fingerprinted, never served
               ambiguous: [...snap.ambiguous].map(([name, defs]) => ({
                 name,
-                listed: snap.repeated.get(name)?.length ?? defs.length,
+                listed:
+                  (snap.repeated.get(name)?.length ?? defs.length) + (snap.unfingerprintable?.get(name) ?? 0),
+                // entries of it that could not be fingerprinted (not stored), when there are some
+                ...(snap.unfingerprintable?.has(name)
+                  ? { unfingerprintable: snap.unfingerprintable.get(name) }
+                  : {}),
                 definitions: defs.map((d) => ({
                   fingerprint: d.fingerprint,
                   tool: redactSchemaDefaults(d.tool),
@@ -206,7 +212,7 @@ export async function catalogCommand(args: string[]): Promise<number> {
         if (unreadable !== undefined) return unreadableRevision(sub, label, unreadable);
         // Each of the server's pieces redacted on its own (shownDiff), not the whole text: the
         // diff's own words after a secret-like name (`api_token: property added`) are no secret.
-        const diff = shownDiff(diffCatalogs(from.tools, to.tools));
+        const diff = shownDiff(diffCatalogs(storedSnapshot(from), storedSnapshot(to)));
         const shown = (s: string) => process.stdout.write(s.endsWith("\n") ? s : `${s}\n`);
         if (values.json)
           shown(printableJson({ serverLabel: label, from: from.revision, to: to.revision, ...diff }));

@@ -13,7 +13,14 @@ import {
   sessionsView,
   shownOutcome,
 } from "../audit/views.js";
-import { diffCatalogs, getRevision, latestRevisions, shownDiff } from "../catalog/index.js";
+import {
+  diffCatalogs,
+  getRevision,
+  latestRevisions,
+  type StoredRevision,
+  shownDiff,
+  storedSnapshot,
+} from "../catalog/index.js";
 import { displayJson, jsonText } from "../catalog/text.js";
 import { epochBegan, type GatewayRow } from "../gateway/registry.js";
 import { type ExecutionRecord, writtenServerInfo } from "../identity/index.js";
@@ -340,13 +347,14 @@ export function catalogBody(
         r.revision > 1 ? html`<a href="${q(r.revision - 1, r.revision)}">diff with ${r.revision - 1}</a>` : ""
       }</td></tr>`,
   )}</tbody></table>
-  ${before && after ? sideBySide(before.tools, after.tools, a!, b!) : ""}`;
+  ${before && after ? sideBySide(before, after, a!, b!) : ""}`;
 }
 
-function sideBySide(before: { name: string }[], after: { name: string }[], a: number, b: number): Html {
+function sideBySide(before: StoredRevision, after: StoredRevision, a: number, b: number): Html {
   // each of the server's pieces redacted on its own, as `catalog diff` shows them (a credential in
-  // a description was on the page: diffCatalogs redacts schema values by their keys only)
-  const diff = shownDiff(diffCatalogs(before as never, after as never));
+  // a description was on the page: diffCatalogs redacts schema values by their keys only); each
+  // side with the names it withheld for entries that could not be fingerprinted (storedSnapshot)
+  const diff = shownDiff(diffCatalogs(storedSnapshot(before), storedSnapshot(after)));
   if (a === b) return html`<p>revision ${a}: nothing to compare.</p>`;
   return html`<h3>revision ${a} → ${b} ${
     diff.entries.length === 0

@@ -7,7 +7,9 @@ import {
   latestFingerprint,
   recordRevision,
   revisionFingerprint,
+  type StoredCatalog,
   snapshotOf,
+  storedSnapshot,
   type Tool,
 } from "../catalog/index.js";
 import type { Response } from "../relay/jsonrpc.js";
@@ -547,12 +549,22 @@ export class CatalogSync {
       // stored inventory (12 MB for a large catalog) need not be read and parsed again
       const stored =
         latest && served?.fingerprint === latest.fingerprint
-          ? { revision: latest.revision, fingerprint: latest.fingerprint, tools: served.listed }
+          ? {
+              revision: latest.revision,
+              fingerprint: latest.fingerprint,
+              tools: served.listed,
+              coverage: served.coverage,
+            }
           : latest
             ? getRevision(store, label, latest.revision)
             : null;
       const previous = stored
-        ? { revision: stored.revision, fingerprint: stored.fingerprint, tools: stored.tools }
+        ? {
+            revision: stored.revision,
+            fingerprint: stored.fingerprint,
+            tools: stored.tools,
+            coverage: stored.coverage,
+          }
         : null;
       let wrote = false;
       let raced = false;
@@ -613,8 +625,14 @@ export class CatalogSync {
     served: CatalogSnapshot | null,
   ): { type: "catalog_revised"; [k: string]: unknown } {
     // The snapshot served until now is usually the previous revision: diffing against it
-    // reuses its fingerprints instead of computing them again from the stored inventory.
-    const before = previous && served?.fingerprint === previous.fingerprint ? served : previous?.tools;
+    // reuses its fingerprints instead of computing them again from the stored inventory (with its
+    // coverage: the names it withheld for entries that could not be fingerprinted, not stored).
+    const before =
+      previous && served?.fingerprint === previous.fingerprint
+        ? served
+        : previous
+          ? storedSnapshot(previous)
+          : null;
     return {
       type: "catalog_revised",
       serverLabel: this.p.label,
@@ -634,5 +652,5 @@ export class CatalogSync {
 interface Revised {
   revision: number;
   changed: boolean;
-  previous: { revision: number; fingerprint: string; tools: Tool[] } | null;
+  previous: StoredCatalog | null;
 }

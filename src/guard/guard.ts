@@ -278,18 +278,21 @@ export function precheck(
     }
     return { action: "refuse", error: stale, reason: "authorization_stale" };
   }
-  // Between 2 and 3: listed by the server more than once with different definitions, so not served
-  // (tool_not_in_catalog, saying why), whatever the client last listed: it cannot be called until
-  // the server is fixed, and re-listing, which catalog_stale asks for, cannot help.
+  // Between 2 and 3: listed by the server more than once with different definitions (or also with
+  // one it cannot fingerprint), so not served (tool_not_in_catalog, saying why), whatever the
+  // client last listed: it cannot be called until the server is fixed, and re-listing, which
+  // catalog_stale asks for, cannot help.
   const ambiguous = server.snapshot.ambiguous?.get(facts.tool);
   if (ambiguous) {
+    const unfingerprintable = server.snapshot.unfingerprintable?.get(facts.tool) ?? 0;
     return {
       action: "refuse",
       error: refuse.toolAmbiguous(
         facts.tool,
         server.revision,
-        server.snapshot.repeated?.get(facts.tool)?.length ?? ambiguous.length,
+        (server.snapshot.repeated?.get(facts.tool)?.length ?? ambiguous.length) + unfingerprintable,
         ambiguous.length,
+        unfingerprintable,
       ),
       reason: "tool_not_in_catalog",
     };

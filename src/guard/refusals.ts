@@ -230,13 +230,22 @@ export const refuse = {
    * server runs is its own business; the human would approve (and the agent see) one while the
    * server may act on another, so no call goes out until the server lists the tool once.
    */
-  toolAmbiguous: (tool: string, currentRevision: number, listed: number, definitions: number) =>
+  toolAmbiguous: (
+    tool: string,
+    currentRevision: number,
+    listed: number,
+    definitions: number,
+    /** entries of the name that cannot be fingerprinted (a number such as 1e400 in them): never served beside another */
+    unfingerprintable = 0,
+  ) =>
     refusal(
       "tool_not_in_catalog",
-      `The server lists the tool "${tool}" ${listed} times with ${definitions} different definitions, so portcullis does not serve it: nobody can tell which definition the server would run.`,
+      unfingerprintable > 0
+        ? `The server lists the tool "${tool}" ${listed} times, ${unfingerprintable} of them with a definition portcullis cannot fingerprint (a number beyond the double range, such as 1e400, or nesting too deep), so portcullis does not serve it: nobody can tell which definition the server would run.`
+        : `The server lists the tool "${tool}" ${listed} times with ${definitions} different definitions, so portcullis does not serve it: nobody can tell which definition the server would run.`,
       "tool listed more than once with different definitions",
-      `ask a human to fix the server so that it lists "${tool}" once (or its copies identically); it is served again once the server lists it so, and the change asks for approval again; meanwhile use another tool from the current catalog`,
-      { tool, currentRevision, listed, definitions },
+      `ask a human to fix the server so that it lists "${tool}" once (or its copies identically)${unfingerprintable > 0 ? ", with a definition portcullis can fingerprint" : ""}; it is served again once the server lists it so, and the change asks for approval again; meanwhile use another tool from the current catalog`,
+      { tool, currentRevision, listed, definitions, ...(unfingerprintable > 0 ? { unfingerprintable } : {}) },
     ),
 
   epochTransition: (requestEpoch: string, currentEpoch: string | null) =>

@@ -44,7 +44,7 @@ describe("a diff of two snapshots", () => {
 });
 
 describe("a recorded revision", () => {
-  it("names the previous one with its inventory as stored, and its fingerprint alone", () => {
+  it("names the previous one with its inventory and coverage as stored, and its fingerprint alone", () => {
     const db = openStore(tempDir("portcullis-relist-reuse-"));
     try {
       const first = snapshotOf([tool("a", false)], 1);
@@ -56,7 +56,13 @@ describe("a recorded revision", () => {
       });
       const r = recordRevision(db, "s", second, "E2");
       expect(r).toMatchObject({ revision: 2, changed: true });
-      expect(r.previous).toEqual({ revision: 1, fingerprint: first.fingerprint, tools: [tool("a", false)] });
+      // (with its coverage: what it withheld for entries that could not be fingerprinted, not stored)
+      expect(r.previous).toEqual({
+        revision: 1,
+        fingerprint: first.fingerprint,
+        tools: [tool("a", false)],
+        coverage: first.coverage,
+      });
       expect(JSON.parse(JSON.stringify(r.previous))).toEqual(r.previous);
       expect(recordRevision(db, "s", second, "E3")).toMatchObject({
         revision: 2,

@@ -28,6 +28,17 @@ const ROWS: [tools: unknown, coverage: string, counted: number | null][] = [
     JSON.stringify({ duplicateNames: ["a"], ambiguousNames: ["a"] }),
     1,
   ],
+  // a name listed once beside an entry that could not be fingerprinted (not stored): ambiguous,
+  // though no name is listed twice among the entries stored
+  [
+    [{ name: "a" }, { name: "b" }],
+    JSON.stringify({
+      duplicateNames: [],
+      ambiguousNames: ["a"],
+      unfingerprintable: [{ name: "a", entries: 1 }],
+    }),
+    1,
+  ],
   // rewritten: a string among the entries, coverage that is no JSON or names of another shape
   [["abc", { name: "a" }, { name: "a" }, { name: "b" }], JSON.stringify({ duplicateNames: ["a"] }), 2],
   [[{ name: "a" }, { name: "a" }], "{", 2],

@@ -47,8 +47,9 @@ const built: Record<string, ErrorObject> = {
   catalog_stale: refuse.catalogStale("t", 1, 2),
   identity_pending: refuse.identityPending("E2", true),
   epoch_transition: refuse.epochTransition("E1", null),
-  // the ambiguous name's refusal carries every field the row names
-  tool_not_in_catalog: refuse.toolAmbiguous("t", 2, 2, 2),
+  // the ambiguous name's refusal carries every field the row names (an entry that could not be
+  // fingerprinted among its three)
+  tool_not_in_catalog: refuse.toolAmbiguous("t", 2, 3, 2, 1),
   vault_locked: refuse.vaultLocked(["inventory-api-staging"]),
   approval_denied: refuse.approvalDenied("R1"),
   approval_timeout: refuse.approvalTimeout("R1", {
