@@ -14,6 +14,7 @@ import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { passphraseEnv } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -37,14 +38,14 @@ interface Setup {
   calls(): string[];
 }
 
-async function setup(entries: string[]): Promise<Setup> {
+async function setup(entries: string[], approval: string[] = ["--approval", "none"]): Promise<Setup> {
   const dir = tempDir("portcullis-unfingerprintable-");
   const tools = join(dir, "tools.json");
   const log = join(dir, "raw.log");
   const list = (e: string[]) => writeFileSync(tools, `[${e.join(",")}]`);
   list(entries);
   const gw = rawGateway({
-    args: ["--label", "twin", "--approval", "none", "--", ...fixtureCommand("rawlines")],
+    args: ["--label", "twin", ...approval, "--", ...fixtureCommand("rawlines")],
     env: { FIXTURE_RAW_LOG: log, FIXTURE_RAW_TOOLS_FILE: tools },
   });
   cleanup.push(
@@ -206,4 +207,46 @@ describe("a tool name listed beside a definition the gateway cannot fingerprint 
       "listed with one definition again (1 time): served",
     );
   });
+
+  it("a session grant of deploy ends when the twin appears within the epoch, and once it goes a human is asked anew", async () => {
+    const s = await setup([DEPLOY, STATUS], ["--approval-timeout", "30000"]);
+    const stateDir = s.gw.stateDir;
+    expect(await listedNames(s.gw)).toEqual(["deploy", "status"]);
+    const pending = async () => {
+      const r = await runCli(["approvals", "--json", "--state-dir", stateDir]);
+      return (JSON.parse(r.stdout) as { requests: { request: string; tool: string }[] }).requests;
+    };
+    const call = () =>
+      s.gw.request("tools/call", { name: "deploy", arguments: { target: "preview" } }, 40_000);
+    // approved for the session, and called again under the grant
+    const first = call();
+    const req = await waitFor(async () => (await pending())[0] ?? null, 20_000, "an approval request");
+    const approved = await runCli(["approve", req.request, "--for", "session", "--state-dir", stateDir], {
+      env: passphraseEnv(),
+    });
+    expect(approved.code).toBe(0);
+    expect((await first).error).toBeUndefined();
+    expect((await call()).error).toBeUndefined();
+    expect(s.calls()).toEqual(["deploy", "deploy"]);
+    // the twin appears: refused, the grant notwithstanding
+    await relisted(s, [DEPLOY, STATUS, DEPLOY_1E400]);
+    expect(refusalOf(await call()).data).toMatchObject({
+      error: "tool_not_in_catalog",
+      unfingerprintable: 1,
+    });
+    expect(await listedNames(s.gw)).toEqual(["status"]);
+    // it goes, deploy listed as approved: the grant did not carry over, a human is asked
+    await relisted(s, [DEPLOY, STATUS]);
+    expect(await listedNames(s.gw)).toEqual(["deploy", "status"]);
+    const again = call();
+    const next = await waitFor(
+      async () => (await pending()).find((p) => p.request !== req.request) ?? null,
+      20_000,
+      "a new approval request",
+    );
+    expect(next.tool).toBe("deploy");
+    await runCli(["deny", next.request, "--state-dir", stateDir], { env: passphraseEnv() });
+    expect(refusalOf(await again).data).toMatchObject({ error: "approval_denied" });
+    expect(s.calls()).toEqual(["deploy", "deploy"]);
+  }, 90_000);
 });
