@@ -96,7 +96,7 @@ function definitionLines(defs: Listed[], dropped: number): FieldChange[] {
   if (dropped > 0) {
     out.push({
       path: "",
-      change: `and ${counted(dropped, "entry", "entries")} portcullis cannot fingerprint (dropped: catalog show lists them)`,
+      change: `and ${counted(dropped, "entry", "entries")} portcullis cannot fingerprint (dropped, not stored)`,
       classification: "expands",
     });
   }

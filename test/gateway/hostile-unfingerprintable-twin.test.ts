@@ -176,6 +176,7 @@ describe("a tool name listed beside a definition the gateway cannot fingerprint 
     expect(human).toContain(
       "now listed 2 times, 1 of them with a definition portcullis cannot fingerprint: not served, its calls refused",
     );
+    expect(human).toContain("and 1 entry portcullis cannot fingerprint (dropped, not stored)");
     // the twin goes: revision 3, deploy served again, a change that expands
     await relisted(s, [DEPLOY, STATUS]);
     expect(await listedNames(s.gw)).toEqual(["deploy", "status"]);
