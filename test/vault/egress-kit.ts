@@ -2,11 +2,12 @@
 // test), a portcullis.json for one server with that credential, the upstreams, a gateway, and a
 // call approved through the real CLI whenever a grant is asked for.
 import { writeFileSync } from "node:fs";
+import { type Agent, request } from "node:http";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { expect } from "vitest";
 import { decideByCli, storedPending, storeStamp } from "../helpers/approvals.js";
-import { tempDir, waitFor } from "../helpers/files.js";
+import { sleep, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { NODE, REPO } from "../helpers/paths.js";
 import { passphraseEnv } from "../helpers/state.js";
@@ -134,6 +135,63 @@ export async function approvedCall(
     await decideByCli(stateDir, "approve", first.request);
   }
   return call;
+}
+
+/** An absolute-form GET of `url` through the proxy at `port` (over `agent`'s connection when given): its status and body. */
+export function getThrough(
+  port: number,
+  url: string,
+  agent?: Agent,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: "127.0.0.1",
+        port,
+        path: url,
+        headers: { host: new URL(url).host },
+        ...(agent ? { agent } : {}),
+      },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (d) => {
+          body += d;
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/**
+ * Runs `work` (a flood being made) while `agent`'s one connection to the proxy at `port` asks for
+ * `url` every half second: the proxy, as any Node server, closes a keep-alive connection idle for
+ * 5 s, and a flood taking that long on a loaded machine closed the connection the test made before
+ * it (the next request then went over a new connection, one past the cap). What each request gets
+ * is not looked at here: the request made once `work` is done is what the test judges.
+ */
+export async function keptOpen<T>(
+  port: number,
+  url: string,
+  agent: Agent,
+  work: () => Promise<T>,
+): Promise<T> {
+  let done = false;
+  const warm = (async () => {
+    while (!done) {
+      await getThrough(port, url, agent).catch(() => null);
+      await sleep(500);
+    }
+  })();
+  try {
+    return await work();
+  } finally {
+    done = true;
+    await warm;
+  }
 }
 
 /** The proxy's port, from the gateway's status line. */

@@ -2,13 +2,13 @@
 // a byte of it is read. The gateway's own server (or any process of the user's) that opens
 // connections and sends half a request on each (slowloris) held one descriptor per connection
 // with no bound, in the gateway's process: it ran out, and whatever it opened next (the upstream
-// a request through the proxy dials) failed with EMFILE. The proxy holds at most a quarter of the
-// process's descriptor limit (each connection may dial an upstream too: src/transport/
-// httpConnections.ts); one more is closed as it is accepted. The gateway runs under
+// a request through the proxy dials) failed with EMFILE. The egress proxies of a process hold at
+// most an eighth of its descriptor limit together (each connection may dial an upstream too:
+// src/transport/httpConnections.ts); one more is closed as it is accepted. The gateway runs under
 // `prlimit --nofile=200`, so 400 connections are past any cap it could pick; the well-behaved
 // client's connection was made before the flood.
 import { writeFileSync } from "node:fs";
-import { Agent, request } from "node:http";
+import { Agent } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FLOOD, floodTakenIn, holdConnections, UNDER_FILE_LIMIT } from "../helpers/connectionFlood.js";
@@ -16,7 +16,7 @@ import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
-import { proxyPort, text } from "./egress-kit.js";
+import { getThrough, keptOpen, proxyPort, text } from "./egress-kit.js";
 import { httpUpstream } from "./egress-upstreams.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -24,31 +24,6 @@ afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup = [];
 });
-
-/** An absolute-form GET of `url` through the proxy at `port` (over `agent`'s connection when given): its status and body. */
-function getThrough(port: number, url: string, agent?: Agent): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: "127.0.0.1",
-        port,
-        path: url,
-        headers: { host: new URL(url).host },
-        ...(agent ? { agent } : {}),
-      },
-      (res) => {
-        let body = "";
-        res.setEncoding("utf8");
-        res.on("data", (d) => {
-          body += d;
-        });
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on("error", reject);
-    req.end();
-  });
-}
 
 describe("a gateway's egress proxy under a flood of connections", () => {
   it("400 half-written requests under a 200-descriptor limit: the gateway lives, a connected client's request is forwarded, and a new one once the flood lets go", async () => {
@@ -81,17 +56,20 @@ describe("a gateway's egress proxy under a flood of connections", () => {
     cleanup.push(() => agent.destroy());
     expect((await getThrough(port, target("/before"), agent)).status).toBe(200);
 
-    const flood = await holdConnections(
-      port,
-      FLOOD,
-      `GET ${target("/flood")} HTTP/1.1\r\nHost: 127.0.0.1:${upstream.port}\r\n`,
-    );
-    cleanup.push(() => {
-      for (const s of flood) s.destroy();
+    const flood = await keptOpen(port, target("/warm"), agent, async () => {
+      const sockets = await holdConnections(
+        port,
+        FLOOD,
+        `GET ${target("/flood")} HTTP/1.1\r\nHost: 127.0.0.1:${upstream.port}\r\n`,
+      );
+      cleanup.push(() => {
+        for (const s of sockets) s.destroy();
+      });
+      // the proxy takes each connection in after reading the kernel's socket table (whose process
+      // it is), one at a time: the flood has filled what it could once none is left queued
+      await floodTakenIn(port);
+      return sockets;
     });
-    // the proxy takes each connection in after reading the kernel's socket table (whose process
-    // it is), one at a time: the flood has filled what it could once none is left queued
-    await floodTakenIn(port);
     // forwarding dials the upstream: a descriptor opened while the flood holds its connections
     const during = await getThrough(port, target("/during"), agent).catch((e: Error) => ({
       status: 0,

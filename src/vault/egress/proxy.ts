@@ -5,7 +5,7 @@ import { isIP, connect as netConnect, type Socket } from "node:net";
 import { type Duplex, pipeline, Transform } from "node:stream";
 import { createSecureContext, rootCertificates, type SecureContext, TLSSocket } from "node:tls";
 import { acceptedFromOther } from "../../identity/otherUser.js";
-import { capConnections } from "../../transport/httpConnections.js";
+import { connectionCap, SharedConnectionCap } from "../../transport/httpConnections.js";
 import type { Logger } from "../../util/log.js";
 import { SparingWarnings } from "../../util/sparingWarnings.js";
 import type { CredentialSpec } from "../credentials.js";
@@ -128,6 +128,22 @@ function cutShort(req: IncomingMessage): boolean {
     !req.complete &&
     (req.destroyed || req.socket === null || req.socket.readableEnded || req.socket.destroyed)
   );
+}
+
+/**
+ * The connections every egress proxy of this process holds together: under `run --listen` each
+ * session has a proxy of its own, and capped each on its own, the servers of several sessions
+ * flooding theirs at once ran the gateway out of descriptors (a new session's proxy could not
+ * listen, a request could dial no upstream). An eighth of the descriptor limit in connections,
+ * each counted as two for the upstream it may dial, so a quarter of the descriptors
+ * (src/transport/httpConnections.ts): beside a front's half, a quarter is left to the process's
+ * own (its servers' pipes, the store, the keyring). Made at the first proxy's start, when the
+ * limit is read.
+ */
+let sharedCap: SharedConnectionCap | null = null;
+function egressConnections(): SharedConnectionCap {
+  sharedCap ??= new SharedConnectionCap(connectionCap(undefined, 2, 1 / 4), "egress");
+  return sharedCap;
 }
 
 export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressProxy> {
@@ -713,14 +729,13 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     }
     tunnelUntouched(socket, head, dest);
   });
-  // Connections are descriptors, held before a byte is read (another user's are closed only once
-  // the kernel's table is read, below): capped, so that a server opening them without end cannot
-  // run its gateway out of descriptors (an accept that failed with EMFILE ended it). Each may
-  // dial an upstream too, so each counts as two (src/transport/httpConnections.ts). One past the
-  // cap is closed as it is accepted; the log says so, thinned.
-  capConnections([server], "egress", (line) => o.log.warn(line), 2);
   const refusals = new SparingWarnings((line) => o.log.warn(line));
   server.on("connection", (s: Socket) => {
+    // Connections are descriptors, held before a byte is read: capped, with every other egress
+    // proxy of this process (egressConnections), before anything is read for this one (the
+    // kernel's table, below, is a file opened), so that servers opening them without end cannot
+    // run their gateway out of descriptors. One past the cap is closed here, unread.
+    if (!egressConnections().admit(s, (line) => o.log.warn(line))) return;
     // Loopback is this machine, not this user: any local user's process can connect to
     // 127.0.0.1:PORT, and one of another user's that named a declared host with the placeholder
     // while a call runs would have the user's credential sent with its request, the answer its
