@@ -16,6 +16,19 @@ describe("artifact watcher", () => {
   let dir: string;
   let s: StaticIdentity;
   const { seen, start, watch, next, stop } = watcherPerTest(100);
+  /**
+   * Once the watcher has read every event of what was done in `app` so far: `seen` emptied.
+   * `package-lock.json` (watched) is written as a mark and the batches up to the one that reports
+   * it are taken: every watch is on the one inotify queue of this process, read in order, so an
+   * event of an earlier step came before the mark's, in its batch or in one before it, never after
+   * it (a fixed sleep was a guess at how long that takes).
+   */
+  let marks = 0;
+  const settled = async (app: string) => {
+    put(app, "package-lock.json", JSON.stringify({ lockfileVersion: 3, mark: ++marks }));
+    while (!(await next()).includes("package-lock.json"));
+    seen.length = 0;
+  };
 
   beforeAll(async () => {
     root = tempDir("watch");
@@ -70,8 +83,7 @@ describe("artifact watcher", () => {
     expect((await next()).every((p) => p === "node_modules/late" || p.startsWith("node_modules/late/"))).toBe(
       true,
     );
-    await sleep(400); // the install's events are all in
-    seen.length = 0;
+    await settled(dir); // the install's events are all in
     put(dir, "node_modules/late/lib/index.js", "module.exports = 2;\n");
     expect(await next()).toEqual(["node_modules/late/lib/index.js"]);
     rmSync(join(dir, "node_modules/late"), { recursive: true });
@@ -80,18 +92,14 @@ describe("artifact watcher", () => {
 
   it("watches a package and node_modules installed again (removed and created anew, or renamed in), and what changes in them later", async () => {
     await watch(s);
-    const settled = async () => {
-      await sleep(400); // the install's events are all in
-      seen.length = 0;
-    };
     // a package removed, then installed anew (npm replacing it)
     const pkg = join(dir, "node_modules/pkg");
     cpSync(pkg, join(root, "pkg-copy"), { recursive: true });
     rmSync(pkg, { recursive: true });
-    await sleep(200);
+    await next(); // the removal handled before the new one comes
     cpSync(join(root, "pkg-copy"), pkg, { recursive: true });
     await next();
-    await settled();
+    await settled(dir); // the install's events are all in
     put(dir, "node_modules/pkg/lib/util.js", "module.exports = { answer: 43 };\n");
     expect(await next()).toEqual(["node_modules/pkg/lib/util.js"]);
 
@@ -99,10 +107,10 @@ describe("artifact watcher", () => {
     const nm = join(dir, "node_modules");
     cpSync(nm, join(root, "nm-copy"), { recursive: true, verbatimSymlinks: true });
     rmSync(nm, { recursive: true });
-    await sleep(200);
+    await next(); // the removal handled before the new one comes
     cpSync(join(root, "nm-copy"), nm, { recursive: true, verbatimSymlinks: true });
     await next();
-    await settled();
+    await settled(dir);
     put(dir, "node_modules/pkg/index.js", "module.exports = 'after reinstall';\n");
     expect(await next()).toEqual(["node_modules/pkg/index.js"]);
 
@@ -111,7 +119,7 @@ describe("artifact watcher", () => {
     renameSync(nm, join(root, "nm-old"));
     renameSync(join(root, "nm-next"), nm);
     expect(await next()).toEqual(["node_modules"]);
-    await settled();
+    await settled(dir);
     put(dir, "node_modules/@scope/deep/package.json", JSON.stringify({ name: "@scope/deep", v: 2 }));
     expect(await next()).toEqual(["node_modules/@scope/deep/package.json"]);
   });
@@ -131,8 +139,7 @@ describe("artifact watcher", () => {
     await watch(p, { unseen: (since) => unseen.push(since) });
     return async (rel: string, prep: () => void = () => {}): Promise<void> => {
       for (let round = 1; round <= 3; round++) {
-        await sleep(500); // what the last step set going is over
-        seen.length = 0;
+        await settled(app); // what the last step set going is over
         unseen.length = 0;
         prep();
         put(app, rel, `// write ${round}\n`);
@@ -214,8 +221,7 @@ describe("artifact watcher", () => {
     mkdirSync(join(app, "plugins/sub"));
     writeFileSync(join(app, "plugins/sub/second.mjs"), "export {};\n");
     expect(await next()).toEqual(["plugins/sub/second.mjs"]);
-    await sleep(300);
-    seen.length = 0;
+    await settled(app);
     mkdirSync(join(app, "extras")); // a base that did not exist at the start
     writeFileSync(join(app, "extras/third.mjs"), "export {};\n");
     expect(await next()).toEqual(["extras/third.mjs"]);
@@ -226,11 +232,11 @@ describe("artifact watcher", () => {
     put(dir, "node_modules/.vite/vitest/results.json", "{}");
     put(dir, "config/other.txt", "x");
     put(dir, "README.md", "not watched");
-    await sleep(600);
-    expect(seen).toEqual([]);
-    // The watcher is alive: a real change still comes through.
+    // The watcher is alive: a real change still comes through, alone. Their events came before its
+    // event (one inotify queue, read in order): one reported would be in its batch or an earlier one.
     put(dir, "package-lock.json", '{"lockfileVersion": 3, "changed": true}');
     expect(await next()).toEqual(["package-lock.json"]);
+    expect(seen).toEqual([]);
   });
 
   it("stops reporting after close() and swallows errors from the callback", async () => {
@@ -245,8 +251,11 @@ describe("artifact watcher", () => {
     while (calls === 0 && Date.now() < deadline) await sleep(25);
     expect(calls).toBe(1);
     await stop();
+    // a second watcher sees the next write: the closed one (its debounce shorter) would have
+    // reported it by then, from the same event
+    start(s);
     put(dir, "dist/server.js", "// after close\n");
-    await sleep(300);
+    expect(await next()).toEqual(["dist/server.js"]);
     expect(calls).toBe(1);
   });
 });
