@@ -71,8 +71,8 @@ import { drawnOrUnreadable, refuseUnreadable, requestJson, unreadableReview } fr
 import {
   openWritableAgain,
   triesWritableAgain,
-  WRITABLE_RETRY_MS,
   watchCannotCloseNote,
+  writableRetryMs,
 } from "./writableAgain.js";
 
 export type ApprovalsCommandName = "approvals" | "approve" | "deny" | "grants" | "revoke";
@@ -344,7 +344,7 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
       if (!watching || !triesWritableAgain(refused)) return null;
       const now = Date.now();
       if (now < nextWritableTry) return { line, retry: true };
-      nextWritableTry = now + WRITABLE_RETRY_MS;
+      nextWritableTry = now + writableRetryMs();
       writer = openWritableAgain(stateDir);
       // writable again: closed through it now, as a store writable from the start is
       return writer ? sweep(again) : { line, retry: true };

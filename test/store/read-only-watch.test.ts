@@ -6,7 +6,8 @@
 // closed, that it tries again, the fix); while the file stays read-only nothing is closed and the
 // line is not said again; once the file is writable the watch closes the request by itself, says
 // so on stderr and in its list. A gateway SIGKILLed with a request pending, the watch run as a
-// user whom file modes bind (test/helpers/otherUser.ts): real processes throughout.
+// user whom file modes bind (test/helpers/otherUser.ts): real processes throughout. Its tries
+// every second here (PORTCULLIS_WRITABLE_RETRY_MS; every 5 s by default, test/unit/writable-retry).
 import { chmodSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
@@ -36,18 +37,22 @@ it("--watch over a store read-only from the start: says once what it cannot clos
   chmodSync(db, 0o444);
   cleanup.push(() => chmodSync(db, 0o600));
 
-  const w = watchStore(stateDir, cleanup, { env: { HOME: stateDir }, as: user.spawn });
+  const w = watchStore(stateDir, cleanup, {
+    env: { HOME: stateDir, PORTCULLIS_WRITABLE_RETRY_MS: "1000" },
+    as: user.spawn,
+  });
   await listedButNotClosed(w, request, READ_ONLY);
   expect(w.err().startsWith(`portcullis approvals: the store ${db} ${READ_ONLY}.`)).toBe(true);
   expect(w.err()).toContain(`the store ${db} ${READ_ONLY}. Read as it is, without writing;`);
   expect(w.err()).toContain(
-    "this watch closes none while its store cannot be written, and tries again every 5 s: it closes them once the store can be written, and says so",
+    "this watch closes none while its store cannot be written, and tries again every 1 s: it closes them once the store can be written, and says so",
   );
   expect(w.err()).toContain(
     `To fix it: make it and its directory writable by their owner (chmod u+w ${db} ${stateDir};`,
   );
-  // past a retry (every 5 s) with the file still read-only: nothing closed, the line said once
-  await stillSaidOnce(w, READ_ONLY, 6000);
+  // past two retries (every 1 s, on the watch's 0.5 s ticks) with the file still read-only: nothing
+  // closed, the line said once
+  await stillSaidOnce(w, READ_ONLY, 2500);
 
   // the file writable again (nothing written to the store: nothing in it changes to wake the watch)
   chmodSync(db, 0o644);
