@@ -18,7 +18,6 @@ const LONGEST_FIRST = [
   "test/store/held-lock.test.ts", // 26 (estimated)
   "test/gateway/client-habits.test.ts", // 20
   "test/onboard/drill.test.ts", // 19
-  "test/identity/watch.test.ts", // 19
   "test/gateway/races.property.test.ts", // 19
   "test/http/upstream-fixture.test.ts", // 19
   "test/audit/cli.test.ts", // 18
@@ -27,6 +26,7 @@ const LONGEST_FIRST = [
   "test/gateway/listen-resources.test.ts", // 16 (estimated)
   "test/approval/forged-decisions-shown.test.ts", // 14 (estimated)
   "test/gateway/hostile-exhaustion.test.ts", // 12 (estimated)
+  "test/identity/watch.test.ts", // 11 (estimated: 19 before its sleeps became waits on the watcher's reports)
 ];
 
 class LongestFirst extends BaseSequencer {
