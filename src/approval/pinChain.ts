@@ -1,6 +1,6 @@
-import { createPublicKey, diffieHellman, type KeyObject } from "node:crypto";
+import { createPublicKey, type KeyObject } from "node:crypto";
+import { openInOwnSession } from "../audit/ownSession.js";
 import { parseHeader, splitRecord } from "../audit/record.js";
-import { deriveRecordKey, unseal } from "../audit/seal.js";
 import {
   approverKeyId,
   derivedSessionPrivateKey,
@@ -222,23 +222,5 @@ export function openDerivedRecord(
   esk: KeyObject,
   auditPublic: KeyObject,
 ): Record<string, unknown> | null {
-  const parts = splitRecord(record);
-  const header = parts && parseHeader(parts.header);
-  if (!parts || !header) return null;
-  const auditRaw = rawX25519PublicKey(auditPublic);
-  if (header.key !== auditKeyId(auditRaw)) return null;
-  const epkRaw = rawX25519PublicKey(createPublicKey(esk));
-  if (header.epk !== epkRaw.toString("base64url")) return null;
-  try {
-    const shared = diffieHellman({ privateKey: esk, publicKey: auditPublic });
-    const key = deriveRecordKey(shared, epkRaw, auditRaw);
-    const event = JSON.parse(
-      unseal(key, Buffer.from(header.nonce, "base64url"), parts.header, parts.sealed).toString("utf8"),
-    ) as unknown;
-    return event && typeof event === "object" && !Array.isArray(event)
-      ? (event as Record<string, unknown>)
-      : null;
-  } catch {
-    return null;
-  }
+  return openInOwnSession(record, esk, auditPublic)?.event ?? null;
 }

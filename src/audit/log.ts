@@ -10,6 +10,7 @@ import { type Store, waitingAtMost } from "../store/db.js";
 import { type StoreFileLost, StoreFiles } from "../store/storeFiles.js";
 import { type AuditEvent, assertAuditable } from "./events.js";
 import { MAX_EXPORT_LINE_BYTES } from "./exportFile.js";
+import { openInOwnSession } from "./ownSession.js";
 import {
   type AuditHeader,
   exportLine,
@@ -54,7 +55,20 @@ interface Sealable {
   condition?: AppendCondition | undefined;
   /** a writer session of its own (the approver key pin: src/approval/pin.ts) */
   session?: SealingSession;
+  /**
+   * a writer session of its own whose ephemeral private key depends on the seq the record takes
+   * (known only under the write lock): a catalog revision's record, src/catalog/revisionRecords.ts
+   */
+  ownSession?: OwnSession | undefined;
 }
+
+/**
+ * The ephemeral private key of a record's own writer session, given the seq the record takes:
+ * derived publicly from what the record is about and that seq, so that a gateway can open that
+ * record, and no other (src/audit/ownSession.ts). Each seq is taken once, so no two records share
+ * the session's key and nonce.
+ */
+export type OwnSession = (seq: number) => KeyObject;
 
 export interface AuditLogOptions {
   /** Records sealed under one ephemeral key before a new one is made (default 1024). */
@@ -103,6 +117,8 @@ export class AuditLog {
   /** appendIf's runners for `waitMs`, one per bound asked (see waitingAtMost). */
   private readonly bounded = new Map<number, <T>(write: () => T) => T>();
   private readonly db: Store;
+  /** The stored record at a seq (undefined when there is none). */
+  private readonly recordAt: (seq: number) => unknown;
   /** The store's files (database, -wal, -shm) as this connection opened them (see checkStoreFiles). */
   private readonly files: StoreFiles;
   /** when checkStoreFiles last made its stats (performance.now()) */
@@ -136,6 +152,7 @@ export class AuditLog {
     db.pragma(opts.sync === "normal" ? "synchronous = NORMAL" : "synchronous = FULL");
     const maxSeq = db.prepare("SELECT max(seq) FROM audit_records").pluck();
     const recordAt = db.prepare("SELECT record FROM audit_records WHERE seq = ?").pluck();
+    this.recordAt = (seq) => recordAt.get(seq);
     // One multi-row INSERT per group (up to INSERT_ROWS records a statement) instead of one
     // statement per record: a statement's step, reset and result object cost about as much as the
     // row itself. The statements are prepared once, one per row count, when first needed.
@@ -339,12 +356,13 @@ export class AuditLog {
    * tries again later.
    */
   appendIf(
-    items: readonly { event: AuditEvent; condition?: AppendCondition }[],
+    items: readonly { event: AuditEvent; condition?: AppendCondition; ownSession?: OwnSession | undefined }[],
     opts: { relaxed?: boolean; waitMs?: number } = {},
   ): (Appended | null)[] {
-    const sealable = items.map(({ event, condition }): Sealable => {
+    const sealable = items.map(({ event, condition, ownSession }): Sealable => {
       assertAuditable(event);
-      return { type: event.type, plaintext: Buffer.from(JSON.stringify(event), "utf8"), condition };
+      const plaintext = Buffer.from(JSON.stringify(event), "utf8");
+      return { type: event.type, plaintext, condition, ownSession };
     });
     if (sealable.length === 0) return [];
     const commit = opts.relaxed ? this.commitRelaxed : this.commit;
@@ -394,7 +412,17 @@ export class AuditLog {
    * the head's bytes, whatever they hold), to be inserted as seq head.seq + 1.
    */
   private link(it: Sealable, head: Appended | null): StoredRecord {
-    const session = it.session ?? this.sealingSession();
+    const own = it.ownSession
+      ? SealingSession.start(this.publicKey, it.ownSession((head?.seq ?? 0) + 1))
+      : null;
+    try {
+      return this.sealIn(it.session ?? own ?? this.sealingSession(), it, head);
+    } finally {
+      own?.close();
+    }
+  }
+
+  private sealIn(session: SealingSession, it: Sealable, head: Appended | null): StoredRecord {
     let headers = this.headers;
     if (headers?.session !== session) {
       const fixed = { epk: session.epk, key: this.keyId, writer: this.writerId, pid: process.pid };
@@ -410,6 +438,20 @@ export class AuditLog {
       nonce.toString("base64url"),
     );
     return session.sealRecord(nonce, header, it.plaintext);
+  }
+
+  /**
+   * The event of the record at `seq` when it was sealed, to the audit key this log seals to now,
+   * in the writer session of its own whose ephemeral private key is `esk` (see OwnSession), its
+   * header naming that seq and the event's type; else null. How a gateway, which cannot open the
+   * chain, reads the one record a catalog revision's row points to.
+   */
+  openOwn(seq: number, esk: KeyObject): Record<string, unknown> | null {
+    const record = this.recordAt(seq);
+    if (!Buffer.isBuffer(record)) return null;
+    const opened = openInOwnSession(record, esk, this.publicKey);
+    if (!opened || opened.header.seq !== seq || opened.event.type !== opened.header.type) return null;
+    return opened.event;
   }
 
   /** The time for a header: the same text for every record of one millisecond (made once). */

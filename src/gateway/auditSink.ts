@@ -1,5 +1,5 @@
 import type { AuditEvent, AuditLog } from "../audit/index.js";
-import type { AppendCondition } from "../audit/log.js";
+import type { AppendCondition, OwnSession } from "../audit/log.js";
 import { safeText } from "../catalog/text.js";
 import { BRIEF_WAIT_MS, busyTimeoutMs, isBusy, writeProblem, writeRefused } from "../store/db.js";
 import { cutShort } from "../util/cut.js";
@@ -10,6 +10,7 @@ import type { OpenIntents } from "./openIntents.js";
 interface Queued {
   event: GatewayEvent;
   condition?: AppendCondition;
+  ownSession?: OwnSession | undefined;
   done?: { resolve: (written: boolean) => void; reject: (e: Error) => void };
 }
 
@@ -172,7 +173,11 @@ export function auditSink(
     if (queue.length === 0) return;
     const batch = queue;
     queue = [];
-    const item = (q: Queued) => ({ event: q.event as AuditEvent, condition: tracked(q) });
+    const item = (q: Queued) => ({
+      event: q.event as AuditEvent,
+      condition: tracked(q),
+      ownSession: q.ownSession,
+    });
     const durable = batch.some((q) => q.done);
     const later = durable && audit.canSyncLater;
     try {
@@ -324,8 +329,8 @@ export function auditSink(
   };
 
   return {
-    emit(e, condition) {
-      queue.push({ event: e, condition });
+    emit(e, condition, ownSession) {
+      queue.push({ event: e, condition, ownSession });
       if (immediate) return; // a group is due at the end of this turn already
       if (retry) return; // the queue waits for a held lock: its next try takes this too
       if (isEnd(e.type)) queuedEnds++;
@@ -335,13 +340,14 @@ export function auditSink(
         immediate = setImmediate(flushScheduled);
       } else deferred ??= setTimeout(flushScheduled, rideMs);
     },
-    emitDurable(e, condition) {
+    emitDurable(e, condition, ownSession) {
       return new Promise<boolean>((resolve, reject) => {
-        queue.push({ event: e, condition, done: { resolve, reject } });
+        queue.push({ event: e, condition, ownSession, done: { resolve, reject } });
         if (!immediate && !retry) immediate = setImmediate(flushScheduled);
       });
     },
     flush: () => flushGroup(false),
+    openOwn: (seq, esk) => audit.openOwn(seq, esk) as GatewayEvent | null,
     holdOnBusy() {
       holding = true;
     },

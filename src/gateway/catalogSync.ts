@@ -1,3 +1,4 @@
+import type { KeyObject } from "node:crypto";
 import { auditable } from "../audit/events.js";
 import {
   ArgumentValidator,
@@ -12,6 +13,7 @@ import {
   storedSnapshot,
   type Tool,
 } from "../catalog/index.js";
+import { pointToRecord, recordedInChain, revisionRecordKey } from "../catalog/revisionRecords.js";
 import type { Response } from "../relay/jsonrpc.js";
 import { briefly, type Store, whenUnlocked } from "../store/db.js";
 import type { LinkGeneration as Generation } from "../supervisor/link.js";
@@ -142,6 +144,13 @@ export class CatalogSync {
   private queued: { gen: Generation; serverHasTools: boolean } | null = null;
   /** the served revision whose rewritten row was last said on stderr (servedRevisionRewritten) */
   private rewrittenTold: number | null = null;
+  /**
+   * the revision (and its fingerprint) this gateway last recorded, or found recorded in the audit
+   * chain: its row needs no proof again (see believedRecorded)
+   */
+  private recorded: { revision: number; fingerprint: string } | null = null;
+  /** the revision whose row was last said on stderr not to be believed recorded (recordStoredRow) */
+  private unrecordedTold: number | null = null;
   /**
    * the last fetch of `gen` failed: why, and when (the next is not tried before RETRY_AFTER_MS);
    * until one succeeds, `gen`'s catalog is not served, even the one a failed re-list followed
@@ -542,8 +551,16 @@ export class CatalogSync {
     const rewritten = this.servedRevisionRewritten(served);
     for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
       const latest = latestFingerprint(store, label);
-      if (latest?.fingerprint === snap.fingerprint && latest.revision !== rewritten)
+      if (latest?.fingerprint === snap.fingerprint && latest.revision !== rewritten) {
+        // Any process of the user can insert a row naming the catalog about to be listed: it is
+        // another gateway's record of that catalog only when its catalog_revised is found. If
+        // not, this gateway records it (an extra record is better than a revision unrecorded).
+        if (this.believedRecorded(latest))
+          return { revision: latest.revision, changed: false, previous: null };
+        const again = await this.recordStoredRow(snap, gen, latest, served);
+        if (again === "raced") continue;
         return { revision: latest.revision, changed: false, previous: null };
+      }
       const revision = (latest?.revision ?? 0) + 1;
       // the revision served until now is usually the latest: its tools are at hand, and the
       // stored inventory (12 MB for a large catalog) need not be read and parsed again
@@ -571,22 +588,29 @@ export class CatalogSync {
       // Waited for as an intent is: while another program holds the store's lock the group is
       // kept and tried again, the event loop free (an explicit flush here held it a busy timeout).
       try {
-        await events.emitDurable(this.revised(snap, gen, revision, previous, served), () => {
-          // another gateway of this label recorded a revision since: this record would misnumber it
-          if ((latestFingerprint(store, label)?.revision ?? 0) !== revision - 1) {
-            raced = true;
-            return false;
-          }
-          wrote = recordRevision(store, label, snap, gen.epoch, rewritten).revision === revision;
-          return wrote;
-        });
+        await events.emitDurable(
+          this.revised(snap, gen, revision, previous, served),
+          (seq) => {
+            // another gateway of this label recorded a revision since: this record would misnumber it
+            if ((latestFingerprint(store, label)?.revision ?? 0) !== revision - 1) {
+              raced = true;
+              return false;
+            }
+            wrote = recordRevision(store, label, snap, gen.epoch, rewritten).revision === revision;
+            if (wrote) pointToRecord(store, label, revision, seq);
+            return wrote;
+          },
+          this.ownSession(revision, snap),
+        );
       } catch {
         // not written (the sink said why): stored below, as before
         break;
       }
       // (its fingerprint only: reading the row whole parsed the inventory just written again)
-      if (wrote && revisionFingerprint(store, label, revision) === snap.fingerprint)
+      if (wrote && revisionFingerprint(store, label, revision) === snap.fingerprint) {
+        this.recorded = { revision, fingerprint: snap.fingerprint };
         return { revision, changed: true, previous };
+      }
       if (!raced) break;
     }
     // Not written with its record (the sink could not write, or races every time): stored as
@@ -595,8 +619,96 @@ export class CatalogSync {
     const rec = await whenUnlocked(() => recordRevision(store, label, snap, gen.epoch, rewritten), {
       attempt: briefly(store),
     });
-    if (rec.changed) events.emit(this.revised(snap, gen, rec.revision, rec.previous, served));
+    if (rec.changed) {
+      events.emit(
+        this.revised(snap, gen, rec.revision, rec.previous, served),
+        (seq) => {
+          pointToRecord(store, label, rec.revision, seq);
+          return true;
+        },
+        this.ownSession(rec.revision, snap),
+      );
+      this.recorded = { revision: rec.revision, fingerprint: snap.fingerprint };
+    }
     return rec;
+  }
+
+  /** The own writer session of the `catalog_revised` of `revision` (src/catalog/revisionRecords.ts). */
+  private ownSession(revision: number, snap: CatalogSnapshot): (seq: number) => KeyObject {
+    return (seq) => revisionRecordKey(this.p.label, revision, snap.fingerprint, seq);
+  }
+
+  /**
+   * Whether the latest row, which names the catalog just listed, is known to be recorded in the
+   * audit chain: this gateway recorded it (or found it recorded before), or a record the store
+   * points to opens as its `catalog_revised` (src/catalog/revisionRecords.ts). A row inserted by
+   * another process, or written by a portcullis from before such records were pointed to, or
+   * whose record could not be written, is not.
+   */
+  private believedRecorded(row: { revision: number; fingerprint: string }): boolean {
+    const known = this.recorded;
+    if (known?.revision === row.revision && known.fingerprint === row.fingerprint) return true;
+    const { store, label, events } = this.p;
+    const open = events.openOwn?.bind(events);
+    if (!open || !recordedInChain(store, label, row.revision, row.fingerprint, open)) return false;
+    this.recorded = { revision: row.revision, fingerprint: row.fingerprint };
+    return true;
+  }
+
+  /**
+   * Records the catalog just listed as the revision of the latest row, which names it and whose
+   * record was not found (believedRecorded): a `catalog_revised` of that revision, marked
+   * `foundUnrecorded`, its diff against the catalog this gateway served (else the stored revision
+   * before it), written with the row it points to unless another revision was stored meanwhile
+   * ("raced": the caller looks again). Said once per revision on stderr. When the record cannot
+   * be written now it is written best effort: the row stands, and the catalog is served.
+   */
+  private async recordStoredRow(
+    snap: CatalogSnapshot,
+    gen: Generation,
+    row: { revision: number; fingerprint: string },
+    served: CatalogSnapshot | null,
+  ): Promise<"written" | "raced" | "dropped"> {
+    const { store, label, events } = this.p;
+    const { revision } = row;
+    if (this.unrecordedTold !== revision) {
+      this.unrecordedTold = revision;
+      this.p.log.warn(
+        `the store's catalog revision ${revision} of ${label} names the catalog just listed, but no catalog_revised record of it was found in the audit log (its row was inserted by another process, or written by an older portcullis, or its record could not be written): the row is not taken for a record, and this gateway records revision ${revision} itself`,
+      );
+    }
+    const previous =
+      served && this.revision !== null && this.revision !== revision
+        ? { revision: this.revision, fingerprint: served.fingerprint, tools: served.listed }
+        : revision > 1
+          ? getRevision(store, label, revision - 1)
+          : null;
+    const event = {
+      ...this.revised(snap, gen, revision, previous, served),
+      foundUnrecorded: true,
+    };
+    let raced = false;
+    const still = (seq: number) => {
+      const latest = latestFingerprint(store, label);
+      if (latest?.revision !== revision || latest.fingerprint !== snap.fingerprint) {
+        raced = true;
+        return false;
+      }
+      pointToRecord(store, label, revision, seq);
+      return true;
+    };
+    try {
+      if (await events.emitDurable(event, still, this.ownSession(revision, snap))) {
+        this.recorded = { revision, fingerprint: snap.fingerprint };
+        return "written";
+      }
+      if (raced) return "raced";
+    } catch {
+      // not written now (the sink said why): best effort below
+    }
+    events.emit(event, still, this.ownSession(revision, snap));
+    this.recorded = { revision, fingerprint: snap.fingerprint };
+    return "dropped";
   }
 
   /**

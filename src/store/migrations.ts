@@ -12,6 +12,7 @@ import {
   runStartSeqMigration,
   signedDecisionsMigration,
 } from "../approval/schema.js";
+import { revisionRecordsMigration } from "../catalog/revisionRecordsSchema.js";
 import { openIntentsWithoutRowid } from "../gateway/openIntentsSchema.js";
 import { gatewayPlaceMigration, gatewaySchemaVersionMigration } from "../gateway/registrySchema.js";
 import { egressMigration } from "../vault/egress/schema.js";
@@ -118,4 +119,5 @@ export const migrations: Migration[] = [
   callWaitMigration,
   gatewaySchemaVersionMigration,
   runStartSeqMigration,
+  revisionRecordsMigration,
 ];

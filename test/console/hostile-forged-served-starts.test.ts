@@ -9,8 +9,9 @@
 //  - 500 forged before the run's start and 500 after: the run is first, as running;
 //  - deny first: a row's seq rewritten with SQL to point at a forged start of another run is not
 //    believed (that run is not shown as the served one); the run's start is looked for as before;
-//  - a store at the previous schema version (20), the gateway still running: brought to 21, the
-//    row records no seq, and the run's start is looked for as before (1,000 forged after it).
+//  - a store at the schema version before it (20), the gateway still running: brought to the
+//    newest, the row records no seq, and the run's start is looked for as before (1,000 forged
+//    after it).
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
@@ -96,19 +97,21 @@ describe("starts forged with the running gateway's pid", () => {
     expect(await runs.allTextContents()).toEqual([realRun, "forged-2", "forged-1", "forged-0"]);
   });
 
-  it("a store at schema version 20, its gateway still running: brought to 21, the run's start is looked for as before", async () => {
-    expect(KNOWN_SCHEMA_VERSION, "the store below is the one before the newest: change both").toBe(21);
+  it("a store at schema version 20, its gateway still running: brought to the newest, the run's start is looked for as before", async () => {
+    expect(KNOWN_SCHEMA_VERSION, "the store below undoes every migration after 20: change both").toBe(22);
     const { stateDir } = await consoleGateway(cleanup, [TRANSFER_TOOL]);
     const realRun = realRunOf(stateDir);
     const { pid } = gatewayOfRun(stateDir);
     // a thousand after the run's start (its row will record no seq: the earliest 500 reach it)
     appendForgedMany(stateDir, forgedStarts(pid, 0, 1000));
-    // the store as a portcullis of schema 20 left it: no start_seq column, 20 the newest migration
-    // (written without openStore, which would bring it up again)
+    // the store as a portcullis of schema 20 left it: no start_seq column (nor the catalog's
+    // revision records, migration 22), 20 the newest migration (written without openStore, which
+    // would bring it up again)
     const old = new Database(join(stateDir, "portcullis.db"));
     old.exec(`
-      DELETE FROM schema_migrations WHERE version = 21;
+      DELETE FROM schema_migrations WHERE version >= 21;
       ALTER TABLE runs DROP COLUMN start_seq;
+      DROP TABLE catalog_revision_records;
       PRAGMA user_version = 20;
     `);
     old.close();
@@ -118,7 +121,9 @@ describe("starts forged with the running gateway's pid", () => {
     expect(await runs.nth(1).textContent()).toBe("forged-999");
     const up = openStore(stateDir);
     try {
-      expect(up.prepare("SELECT max(version) FROM schema_migrations").pluck().get()).toBe(21);
+      expect(up.prepare("SELECT max(version) FROM schema_migrations").pluck().get()).toBe(
+        KNOWN_SCHEMA_VERSION,
+      );
       expect(up.prepare("SELECT start_seq FROM runs WHERE run = ?").pluck().get(realRun)).toBeNull();
     } finally {
       up.close();

@@ -99,11 +99,11 @@ describe("a row naming a live process that is no portcullis gateway", () => {
     expectNoKill(doctorText.stdout + doctorText.stderr, sleep.pid, "doctor (text)");
 
     // the store brought up from schema 19 while the forged row "runs": the warning names it, not to kill
-    // (migrations 20 and 21 undone: the row then records no schema version, as a portcullis before 20 wrote it)
-    expect(KNOWN_SCHEMA_VERSION, "undo the newest migrations below, then change this").toBe(21);
+    // (migrations 20 to 22 undone: the row then records no schema version, as a portcullis before 20 wrote it)
+    expect(KNOWN_SCHEMA_VERSION, "undo the newest migrations below, then change this").toBe(22);
     const again = new Database(join(stateDir, "portcullis.db"));
     again.exec(
-      "DELETE FROM schema_migrations WHERE version >= 20; ALTER TABLE gateways DROP COLUMN schema_version; ALTER TABLE runs DROP COLUMN start_seq;",
+      "DELETE FROM schema_migrations WHERE version >= 20; ALTER TABLE gateways DROP COLUMN schema_version; ALTER TABLE runs DROP COLUMN start_seq; DROP TABLE catalog_revision_records;",
     );
     again.close();
     const up = await cli(stateDir, ["approvals", "--json"]);
