@@ -674,12 +674,17 @@ export class CatalogSync {
     if (this.unrecordedTold !== revision) {
       this.unrecordedTold = revision;
       this.p.log.warn(
-        `the store's catalog revision ${revision} of ${label} names the catalog just listed, but no catalog_revised record of it was found in the audit log (its row was inserted by another process, or written by an older portcullis, or its record could not be written): the row is not taken for a record, and this gateway records revision ${revision} itself`,
+        `the store's catalog revision ${revision} of ${label} names the catalog just listed, but no catalog_revised record of it was found in the audit log (its row was inserted by another process, or written by an older portcullis, or its record was sealed before the keyring's keys were rotated or could not be written): the row is not taken for a record, and this gateway records revision ${revision} itself`,
       );
     }
     const previous =
       served && this.revision !== null && this.revision !== revision
-        ? { revision: this.revision, fingerprint: served.fingerprint, tools: served.listed }
+        ? {
+            revision: this.revision,
+            fingerprint: served.fingerprint,
+            tools: served.listed,
+            coverage: served.coverage,
+          }
         : revision > 1
           ? getRevision(store, label, revision - 1)
           : null;
