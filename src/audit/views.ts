@@ -139,7 +139,8 @@ export interface ActivityEntry {
    * forwarded), "superseded" (its
    * decision was made again: the call appears again after it), or "pending" (no end written).
    * "refused" also ends a guarded read recorded and then not sent because no server process was
-   * alive to take it (decision `server_unavailable`).
+   * alive to take it, and a call or read decided while the server read none of its input
+   * (decision `server_unavailable`).
    */
   outcome: string;
   /**

@@ -33,6 +33,7 @@ import {
 } from "./protocol.js";
 import type { ServerRequests } from "./serverRequests.js";
 import { cutShort, leftOutWords, preview } from "./text.js";
+import { UnreadInput } from "./unreadInput.js";
 
 /**
  * What was wrong with a client's answer to a server's request that the transport refused before
@@ -94,7 +95,12 @@ export class ClientMessages {
   /** lines that came before the first epoch, replayed in order once it is up */
   private early: { text: string; idText: string | undefined; written: string | undefined }[] | null = [];
 
-  constructor(private readonly p: ClientMessagesPorts) {}
+  /** the client's notifications for a server that reads none of its input: dropped, not queued */
+  private readonly unread: UnreadInput;
+
+  constructor(private readonly p: ClientMessagesPorts) {
+    this.unread = new UnreadInput(p.log);
+  }
 
   /**
    * One line from the client. `idText`: a request's id as the client wrote it, when the line
@@ -418,6 +424,8 @@ export class ClientMessages {
       if (forwarded === undefined) return;
       if (forwarded.closedListen) this.p.session.listenClosed(requestId);
       if (forwarded.wire === null) return; // never sent (it waited for a replayed handshake), or an initialize
+      // (the server would read it only after the request it cancels, if ever)
+      if (this.unread.dropped(this.p.link, "a notification of the client's")) return;
       // False (ignored): nothing can take it. Its process is being stopped with the gateway (stdin
       // already closed; `down` comes when it exits or its grace ends: any other end of a process
       // sends `down` at once, which takes the request, and the cancellation finds nothing to
@@ -429,6 +437,7 @@ export class ClientMessages {
       this.p.inFlight.notify({ ...msg, params: { ...msg.params, requestId: forwarded.wire } });
       return;
     }
+    if (this.unread.dropped(this.p.link, "a notification of the client's")) return;
     // (kept while a new process's replayed handshake is under way: sent once it is complete)
     this.p.inFlight.notify(msg);
   }

@@ -436,6 +436,10 @@ export class GuardedRequests {
         const { msg: out, dropped: beside } = plainRequest(msg, params);
         const stray = [...beside, ...dropped.filter((key) => key !== "task")];
         if (stray.length > 0) this.warnLeftOut(`tools/call ${preview(tool)}`, stray);
+        // Checked before its decision, and again now: every call decided meanwhile passed that
+        // first check at once, and written, all of them would wait behind what the server does not
+        // read. Its intent is closed, and the client told as the first check tells it.
+        if (this.notReadingAfterDecision(msg, tool, verdict.call.epoch)) return;
         const scopes = verdict.call.grant !== null ? (this.p.callScopes?.(verdict.call) ?? []) : [];
         // a revoke of the session grant it goes under stops what the egress proxy releases for it
         const holds = scopes.length > 0 ? this.p.auth()?.holding?.(verdict.call) : undefined;
@@ -577,6 +581,8 @@ export class GuardedRequests {
           );
           return this.handleRecorded(msg, answered);
         }
+        // as a call is: not written behind what the server does not read (checked again now)
+        if (this.notReadingAfterDecision(msg, undefined, verdict.call.epoch, msg.method)) return;
         // not sent (no live process: answered server_unavailable there): its record is closed
         if (!this.p.inFlight.forward(msg, { intent: true, call: callOf(msg), ...subscriptionOf(msg, read) }))
           records.callInterrupted(
@@ -1102,6 +1108,24 @@ export class GuardedRequests {
     const e = this.p.notReading?.() ?? null;
     if (e === null) return false;
     this.answerDown(msg, e);
+    return true;
+  }
+
+  /**
+   * A call or read decided and recorded to be forwarded, while the server reads none of its input:
+   * not sent; its record is closed (server_unavailable, not_forwarded) and the client gets the
+   * refusal it would have got before the decision. False when the server reads: forward it.
+   */
+  private notReadingAfterDecision(
+    msg: Request,
+    tool: string | undefined,
+    epoch: string,
+    method?: string,
+  ): boolean {
+    const e = this.p.notReading?.() ?? null;
+    if (e === null) return false;
+    this.p.records.callInterrupted(callOf(msg), tool, epoch, "server_unavailable", "not_forwarded", method);
+    this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
     return true;
   }
 

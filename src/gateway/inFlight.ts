@@ -377,7 +377,8 @@ export class InFlight {
     }
     // The server reads none of its input: a request it would not read is answered now, not kept
     // in the gateway's memory behind the others. Only a request relayed as it came: a guarded one
-    // was refused before its decision, and a listen or a handshake has its own course.
+    // was checked before its decision and after it (guardedRequests.ts), and a listen or a
+    // handshake has its own course.
     const deaf = extra.intent || extra.listen || extra.initializes ? null : this.p.link.notReading;
     if (deaf) {
       const e = refuse.serverNotReading(deaf);

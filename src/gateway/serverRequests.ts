@@ -20,6 +20,7 @@ import type { Downstream } from "./downstream.js";
 import { clientCapabilityFor, declaresCapability, isElicitationVariant } from "./protocol.js";
 import { attributedElicitation } from "./serverWords.js";
 import { cutShort, preview } from "./text.js";
+import { UnreadInput } from "./unreadInput.js";
 
 /** How many of the server's requests may wait for the client's answers at once. */
 export const MAX_AT_CLIENT = 4096;
@@ -55,7 +56,12 @@ export class ServerRequests {
   /** the limit was reached and the log said so (said again after it was left) */
   private toldFull = false;
 
-  constructor(private readonly p: ServerRequestsPorts) {}
+  /** answers a server that reads none of its input would only leave in the gateway's memory */
+  private readonly unread: UnreadInput;
+
+  constructor(private readonly p: ServerRequestsPorts) {
+    this.unread = new UnreadInput(p.log);
+  }
 
   /** `text`: the line as the server wrote it, where the id's own text is read (`writtenIdOf`). */
   relay(msg: Request, gen: Generation, text: string): void {
@@ -217,6 +223,8 @@ export class ServerRequests {
    */
   reply(msg: Response, written: string): void {
     const link = this.p.link;
+    // (its request is over on this side either way: nothing waits for this answer but the server)
+    if (this.unread.dropped(link, "an answer to a request of the server's")) return;
     if (link.sendText && written !== JSON.stringify(msg.id)) link.sendText(serializeWithId(msg, written));
     else link.send(msg);
   }

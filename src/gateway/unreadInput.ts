@@ -1,0 +1,28 @@
+// What the gateway writes to a launched server beside requests: the client's notifications and
+// the answers to the server's own requests. While the server reads none of its input (more than
+// STDIN_BACKLOG_BYTES wait for it, Supervisor.notReading), requests are refused to whoever sent
+// them; these have nobody to refuse to, and queued they would grow the gateway's memory without
+// end (a client's notifications, or a server that asks and asks but reads no answer). So they
+// are dropped, and said on stderr sparingly (a peer decides how many there are).
+import type { ServerLink } from "../supervisor/link.js";
+import type { Logger } from "../util/log.js";
+import { SparingWarnings } from "../util/sparingWarnings.js";
+
+export class UnreadInput {
+  private readonly lines: SparingWarnings;
+
+  constructor(log: Logger) {
+    this.lines = new SparingWarnings((line) => log.warn(line));
+  }
+
+  /**
+   * True when `what` (in words: "a notification of the client's") is not written to the server
+   * because it reads none of its input; the caller then drops it. False: write it.
+   */
+  dropped(link: Pick<ServerLink, "notReading">, what: string): boolean {
+    const why = link.notReading;
+    if (!why) return false;
+    this.lines.say(what, `dropped ${what}, not written to the server: ${why}`);
+    return true;
+  }
+}

@@ -1,0 +1,215 @@
+// A launched server that reads none of its stdin: whatever the gateway would write to it stays
+// near the bound (STDIN_BACKLOG_BYTES, 4 MiB, src/supervisor/workerPipes.ts) on every path, not
+// only for a request that arrives while the bound is already passed. Real gateway, real fixture
+// server (exhaust.mjs: `deaf`, `ask {deaf}`), a raw client on plain pipes; the gateway's memory
+// is read from /proc (VmRSS).
+//
+// What failed before:
+//   - calls decided at the same time were each checked against the bound before their decision
+//     and all written after it: 40 calls of 1 MiB held for the catalog, then taken up at once, put
+//     40 MiB in the server's stdin (a burst of them read at once: 5 to 9 MiB, by timing);
+//   - the client's notifications were written whatever waited (128 MiB of them: +207 MB);
+//   - the answers to the server's own requests too, the client's as well as the gateway's own
+//     refusals of them (128 MiB of the client's answers: +137 MB; without end as it asks on).
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { removeDir, waitFor } from "../helpers/files.js";
+import { bundledFixture } from "../helpers/fixtureBundle.js";
+import { assertBuilt, hostEnv } from "../helpers/gateway.js";
+import { CLI, NODE, REPO } from "../helpers/paths.js";
+import { newStateDir } from "../helpers/state.js";
+
+const EXHAUST = bundledFixture(REPO, "exhaust") ?? join(REPO, "test", "fixtures", "servers", "exhaust.mjs");
+const MIB = 1024 * 1024;
+const NOT_READING = /not reading the requests sent to it/;
+
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+interface Msg {
+  id?: unknown;
+  method?: string;
+  result?: { content?: { text?: string }[] };
+  error?: { code: number; message: string; data?: { error?: string } };
+}
+
+/** The gateway's resident memory, MiB. */
+function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return Number(m?.[1]) / 1024;
+}
+
+/** A gateway in front of the exhaust fixture, with a raw client on its stdio. */
+function startGateway(env: Record<string, string> = {}) {
+  assertBuilt();
+  const stateDir = newStateDir();
+  const gw: ChildProcessWithoutNullStreams = spawn(
+    NODE,
+    // a hold timeout of 1 s: a client that ends its input waits that long for the calls the
+    // server never answers, then the gateway ends
+    [
+      CLI,
+      "run",
+      "--state-dir",
+      stateDir,
+      "--label",
+      "deaf",
+      "--approval",
+      "none",
+      "--hold-timeout",
+      "1000",
+    ].concat(["--", NODE, EXHAUST]),
+    { env: hostEnv(env), stdio: ["pipe", "pipe", "pipe"] },
+  );
+  const exited = new Promise<void>((resolve) => gw.once("exit", () => resolve()));
+  cleanup.push(
+    async () => {
+      if (gw.exitCode === null && gw.signalCode === null) gw.kill("SIGKILL");
+      await exited;
+    },
+    () => removeDir(stateDir),
+  );
+  const answers = new Map<unknown, Msg>();
+  const requests: Msg[] = []; // the server's requests, as the client got them
+  let partial = "";
+  gw.stdout.setEncoding("utf8");
+  gw.stdout.on("data", (chunk: string) => {
+    const lines = (partial + chunk).split("\n");
+    partial = lines.pop() ?? "";
+    for (const line of lines) {
+      const m = JSON.parse(line) as Msg;
+      if (m.method !== undefined) {
+        if (m.id !== undefined) requests.push(m);
+      } else if (m.id !== undefined) answers.set(m.id, m);
+    }
+  });
+  let stderr = "";
+  gw.stderr.setEncoding("utf8");
+  gw.stderr.on("data", (s: string) => {
+    stderr += s;
+  });
+  const send = (m: object) => gw.stdin.write(`${JSON.stringify(m)}\n`);
+  const answer = (id: string, ms = 30_000) => waitFor(() => answers.get(id), ms, `the answer to ${id}`);
+  const call = (id: string, name: string, args: object = {}) => {
+    send({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } });
+    return answer(id);
+  };
+  const init = async () => {
+    send({
+      jsonrpc: "2.0",
+      id: "init",
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-06-18",
+        capabilities: { roots: {} },
+        clientInfo: { name: "x", version: "1" },
+      },
+    });
+    await answer("init");
+    send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    send({ jsonrpc: "2.0", id: "list", method: "tools/list" });
+    expect((await answer("list")).result).toBeDefined();
+  };
+  /** The client ends its input; resolves once the gateway has exited (it read everything before). */
+  const end = async () => {
+    const gone = new Promise<void>((resolve) => gw.once("exit", () => resolve()));
+    gw.stdin.end();
+    await gone;
+  };
+  const text = (m: Msg) => m.result?.content?.[0]?.text;
+  return { gw, send, answer, call, init, end, text, answers, requests, stderr: () => stderr };
+}
+
+describe("a server that reads none of its stdin", () => {
+  it("is written at most the bound's worth of calls decided at the same time; the rest are refused as not reading", async () => {
+    // It reads none of its stdin once it has answered the catalog fetch. The calls sent before
+    // the fetch (it waits for notifications/initialized) are held, then all taken up at once when
+    // the catalog is in: each is checked against the bound before its decision, when nothing
+    // waits yet, and they are written after it.
+    const g = startGateway({ FIXTURE_DEAF_AFTER_LIST: "1" });
+    g.send({
+      jsonrpc: "2.0",
+      id: "init",
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } },
+    });
+    await g.answer("init");
+    // 40 calls of 1 MiB: four fit under 4 MiB, the one that passes it may be written
+    const pad = "x".repeat(MIB);
+    const count = 40;
+    for (let i = 0; i < count; i++)
+      g.send({
+        jsonrpc: "2.0",
+        id: `c${i}`,
+        method: "tools/call",
+        params: { name: "echo", arguments: { tag: pad } },
+      });
+    g.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    // the refusal reaches the calls past the bound (the last one is one of them); before, it had
+    // none (it was written): the wait is cut short, and the count below says so
+    const last = await g.answer(`c${count - 1}`, 20_000).catch(() => undefined);
+    // every call handled once the gateway has ended: the calls written to the server were never
+    // answered, and get the refusal of a client that went away
+    await g.end();
+    const calls = [...Array(count).keys()].map((i) => g.answers.get(`c${i}`)?.error);
+    const refused = calls.filter((e) => NOT_READING.test(e?.message ?? "")).length;
+    const written = calls.filter((e) => e?.data?.error === "shutting_down").length;
+    expect(refused + written).toBe(count);
+    // before: all 40 were written (40 MiB waiting for a server that reads none)
+    expect(written).toBeGreaterThan(0);
+    expect(written).toBeLessThanOrEqual(5);
+    expect(last?.error?.message).toMatch(NOT_READING);
+    expect(last?.error?.data?.error).toBe("server_unavailable");
+  }, 60_000);
+
+  it("is not sent the client's notifications past the bound: they are dropped and said once, not kept", async () => {
+    const g = startGateway();
+    await g.init();
+    expect(g.text(await g.call("deaf", "deaf"))).toBe("deaf");
+    const before = rssMiB(g.gw.pid!);
+    // 128 notifications of 1 MiB: before, every one waited in the gateway's memory for the server
+    const pad = "x".repeat(MIB);
+    for (let i = 0; i < 128; i++)
+      g.send({ jsonrpc: "2.0", method: "notifications/roots/list_changed", params: { pad } });
+    // read in order: once the ping is answered, every notification before it was handled
+    g.send({ jsonrpc: "2.0", id: "ping", method: "ping" });
+    expect((await g.answer("ping")).error?.message).toMatch(NOT_READING);
+    expect(rssMiB(g.gw.pid!) - before).toBeLessThan(64);
+    await waitFor(() => g.stderr().includes("dropped a notification of the client's"), 10_000, "the warning");
+    const said = g
+      .stderr()
+      .match(
+        /dropped a notification of the client's, not written to the server: the server process is not reading its input: [\d.]+ MiB written to it wait to be read/g,
+      );
+    expect(said).toHaveLength(1); // one line for the flood, not one per notification
+    await g.end();
+  }, 60_000);
+
+  it("is not sent answers to its own requests past the bound, the client's or the gateway's refusals", async () => {
+    const g = startGateway();
+    await g.init();
+    const before = rssMiB(g.gw.pid!);
+    // it asks 5,000 times and reads nothing from then on: 4,096 wait for the client, the rest
+    // the gateway refuses (answers written to the server too)
+    const count = 5000;
+    expect(g.text(await g.call("ask", "ask", { count, deaf: true }))).toBe(`asked ${count}`);
+    await waitFor(() => (g.requests.length >= 4096 ? true : undefined), 30_000, "the server's requests");
+    // the client answers each with 32 KiB of roots: 128 MiB for a server that reads none
+    const roots = [{ uri: `file:///${"r".repeat(32 * 1024)}` }];
+    for (const r of g.requests) g.send({ jsonrpc: "2.0", id: r.id, result: { roots } });
+    g.send({ jsonrpc: "2.0", id: "ping", method: "ping" });
+    expect((await g.answer("ping")).error?.message).toMatch(NOT_READING);
+    expect(rssMiB(g.gw.pid!) - before).toBeLessThan(64);
+    await waitFor(
+      () => g.stderr().includes("dropped an answer to a request of the server's"),
+      10_000,
+      "the warning",
+    );
+    await g.end();
+  }, 60_000);
+});
