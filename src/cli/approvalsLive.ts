@@ -237,6 +237,8 @@ export async function watchRequests(
   function readAndShow(): void {
     const now = pendingRequests(db);
     const ids = new Map(now.map((r) => [r.request, r]));
+    // every pending row is read whole at each read, and each closed one again
+    let whole = now.length;
     if (json) {
       // each gateway's sockets read once for this read (vouch.ts)
       const sockets = new Map<string, Set<string> | null>();
@@ -256,6 +258,7 @@ export async function watchRequests(
       for (const id of known.keys()) {
         if (ids.has(id)) continue;
         const closed = getRequest(db, id);
+        whole += 1;
         print({
           change: "closed",
           request: id,
@@ -268,6 +271,7 @@ export async function watchRequests(
     } else {
       // the listing's page (approvals without --all): the 20 newest, the newest last
       const page = pendingPage(db, 0, LISTED_REQUESTS);
+      whole += page.rows.length;
       const frame = drawList(db, page.rows.reverse(), page.total, verbose, stateDir);
       // Redrawn only on change: the "expires in" of a request alone changes every second.
       const key = now.map((r) => `${r.request}:${r.waiting}:${callWaitKey(r)}`).join(",");
@@ -279,7 +283,19 @@ export async function watchRequests(
       }
     }
     known = ids;
+    sayRowsRead(whole, now.length);
   }
+}
+
+/**
+ * With PORTCULLIS_DEBUG=1, how many rows a read of the watch read whole (their review parsed,
+ * their gateway judged), of how many pending: what a change costs, for a test to count.
+ */
+function sayRowsRead(whole: number, pending: number): void {
+  if (process.env.PORTCULLIS_DEBUG === "1")
+    process.stderr.write(
+      `portcullis approvals --watch: read ${whole} ${whole === 1 ? "row" : "rows"} whole; ${pending} pending\n`,
+    );
 }
 
 /**
