@@ -22,14 +22,24 @@ interface Candidate extends GatewayColumns {
   expires_at: string;
 }
 
-/** Why `c` can no longer be decided usefully at `now`, or null while a gateway may still use it. */
-function abandonedBecause(c: Candidate, now: number): string | null {
+/**
+ * Why `c` can no longer be decided usefully at `now`, or null while a gateway may still use it.
+ * `gone`: what this sweep judged of each distinct gateway already (thousands of rows written by
+ * another process name one gateway: judged once, not once per row, at each `approvals --watch`
+ * change).
+ */
+function abandonedBecause(c: Candidate, now: number, gone: Map<string, boolean>): string | null {
   if (Date.parse(c.expires_at) <= now) return "nobody decided before it expired";
   // Gone only when provably so (src/identity/procLiveness.ts): a gateway in another PID namespace
   // (a container or sandbox on this state directory), or whose start time was never read, or a
   // platform that cannot read one, proves nothing.
-  if (runGatewayLiveness(c) === "gone") return goneReason(c.gateway_pid);
-  return null;
+  const which = JSON.stringify([c.gateway_pid, c.gateway_pid_start, c.gateway_pid_ns, c.gateway_boot]);
+  let judged = gone.get(which);
+  if (judged === undefined) {
+    judged = runGatewayLiveness(c) === "gone";
+    gone.set(which, judged);
+  }
+  return judged ? goneReason(c.gateway_pid) : null;
 }
 
 function goneReason(pid: number): string {
@@ -83,8 +93,9 @@ export function abandonedRequests(db: Store, now = new Date()): { id: string; re
         WHERE r.state = 'pending' ORDER BY r.created_at, r.request`,
     )
     .all() as Candidate[];
+  const gone = new Map<string, boolean>();
   return candidates
-    .map((c) => ({ id: c.request, reason: abandonedBecause(c, now.getTime()) }))
+    .map((c) => ({ id: c.request, reason: abandonedBecause(c, now.getTime(), gone) }))
     .filter((d): d is { id: string; reason: string } => d.reason !== null);
 }
 

@@ -280,9 +280,13 @@ export type CallLeft = "cancelled" | "hold-ended" | "sent-to-console" | "answere
 
 const CALL_LEFT: readonly string[] = ["cancelled", "hold-ended", "sent-to-console", "answered"];
 
-/** What a row says of the calls waiting on it, for a request its live gateway may still use. */
-function callWait(
-  r: RequestDbRow,
+/**
+ * What a row says of the calls waiting on it, for a request its live gateway may still use. Of
+ * its two call-wait columns only: `approvals --watch` reads them without the rest of the row
+ * (src/cli/watchedRows.ts).
+ */
+export function callWait(
+  r: Pick<RequestDbRow, "call_wait" | "call_wait_at">,
   usable: boolean,
 ): Pick<PendingRequest, "callWaiting" | "callWaitingSince" | "callLeft"> {
   const at = r.call_wait_at ?? null;

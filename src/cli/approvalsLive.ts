@@ -3,10 +3,17 @@
  * pending requests, redrawn when one appears or is decided) and the question `approve --next`
  * asks on the terminal.
  */
+import { createHash } from "node:crypto";
 import { closeSync, openSync, writeSync } from "node:fs";
 import { ReadStream } from "node:tty";
 import { renderReview, renderReviewCard } from "../approval/render.js";
-import { getRequest, type PendingRequest, pendingPage, pendingRequests } from "../approval/requests.js";
+import {
+  getRequest,
+  listedPending,
+  type PendingRequest,
+  pendingPage,
+  pendingRequests,
+} from "../approval/requests.js";
 import { getRun } from "../approval/runs.js";
 import { gatewayVouches, NOT_VOUCHED_NOTE } from "../approval/vouch.js";
 import { safeText } from "../catalog/text.js";
@@ -18,6 +25,7 @@ import { printableJson } from "../util/printableJson.js";
 import { EXIT_OK, UsageError } from "./errors.js";
 import { pendingStamp } from "./pendingStamp.js";
 import { drawnOrUnreadable, requestJson, unreadableReview } from "./unreadableReview.js";
+import { callWaitKey, FollowedRequests, forEachPendingKey, type PendingKey } from "./watchedRows.js";
 
 /** How often the store's stamp is read while watching (the rows only when it changed). */
 const WATCH_POLL_MS = 500;
@@ -196,7 +204,9 @@ export async function watchRequests(
   const onSignal = () => stop();
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
-  let known = new Map<string, PendingRequest>();
+  // what --json told of the requests still pending; the text list keeps a digest of its last
+  // drawing's rows alone (watchedRows.ts: bounded, whatever a flood of rows writes)
+  const followed = new FollowedRequests(stateDir);
   let lastDraw: string | null = null;
   // the stamp of the last read (pendingStamp.ts): the rows are read again only once it differs
   let lastStamp: string | null = null;
@@ -233,57 +243,85 @@ export async function watchRequests(
     process.off("SIGTERM", onSignal);
   }
 
-  /** The pending rows read, and what changed printed (--json) or the list redrawn. */
+  /**
+   * What changed printed (--json) or the list redrawn. The pending rows' short columns are read
+   * (watchedRows.ts), and whole only the rows not told yet and the ones that closed (--json), or
+   * the page drawn when it changed (text): one snapshot of the store (a read transaction).
+   */
   function readAndShow(): void {
-    const now = pendingRequests(db);
-    const ids = new Map(now.map((r) => [r.request, r]));
-    // every pending row is read whole at each read, and each closed one again
-    let whole = now.length;
-    if (json) {
-      // each gateway's sockets read once for this read (vouch.ts)
-      const sockets = new Map<string, Set<string> | null>();
-      for (const r of now) {
-        const before = known.get(r.request);
-        // as the list's --json says it (approvals.ts listRequests): whether its gateway vouches for it
-        if (!before)
-          print({
-            change: "pending",
-            request: {
-              ...(requestJson(r) as Record<string, unknown>),
-              gatewayVouches: r.waiting ? gatewayVouches(db, r, sockets) : null,
-            },
-          });
-        else if (callWaitKey(before) !== callWaitKey(r)) print(callWaitChange(r));
+    db.transaction(json ? readJson : readText)();
+  }
+
+  function readJson(): void {
+    followed.begin();
+    const changed: { k: PendingKey; how: "new" | "call" }[] = [];
+    let pending = 0;
+    forEachPendingKey(db, (k) => {
+      pending += 1;
+      const how = followed.see(k);
+      if (how) changed.push({ k, how });
+    });
+    let whole = 0;
+    // each gateway's sockets read once for this read (vouch.ts)
+    const sockets = new Map<string, Set<string> | null>();
+    for (const { k, how } of changed) {
+      if (how === "call") {
+        print(callWaitChange(k));
+        followed.tell(k);
+        continue;
       }
-      for (const id of known.keys()) {
-        if (ids.has(id)) continue;
-        const closed = getRequest(db, id);
-        whole += 1;
-        print({
-          change: "closed",
-          request: id,
-          state: closed?.state ?? "gone",
-          decidedAt: closed?.decidedAt ?? null,
-          decidedBy: closed?.decidedBy ?? null,
-          decisionFor: closed?.decisionFor ?? null,
-        });
-      }
-    } else {
-      // the listing's page (approvals without --all): the 20 newest, the newest last
-      const page = pendingPage(db, 0, LISTED_REQUESTS);
-      whole += page.rows.length;
-      const frame = drawList(db, page.rows.reverse(), page.total, verbose, stateDir);
-      // Redrawn only on change: the "expires in" of a request alone changes every second.
-      const key = now.map((r) => `${r.request}:${r.waiting}:${callWaitKey(r)}`).join(",");
-      if (key !== lastDraw) {
-        lastDraw = key;
-        process.stdout.write(`${process.stdout.isTTY ? "\u001b[2J\u001b[H" : ""}${frame}\n`);
-        // the screen cleared for the frame took the could-not-close line said before it with it
-        if (process.stdout.isTTY && unclosed !== null) process.stderr.write(`${unclosed.line}\n`);
-      }
+      // read whole once: what it is told as (its gateway vouching for it or not) is not asked again
+      const r = listedPending(db, k.request);
+      whole += 1;
+      if (!r) continue;
+      // as the list's --json says it (approvals.ts listRequests): whether its gateway vouches for it
+      print({
+        change: "pending",
+        request: {
+          ...(requestJson(r) as Record<string, unknown>),
+          gatewayVouches: r.waiting ? gatewayVouches(db, r, sockets) : null,
+        },
+      });
+      followed.tell(r);
     }
-    known = ids;
-    sayRowsRead(whole, now.length);
+    for (const id of followed.closedSince()) {
+      const closed = getRequest(db, id);
+      whole += 1;
+      print({
+        change: "closed",
+        request: id,
+        state: closed?.state ?? "gone",
+        decidedAt: closed?.decidedAt ?? null,
+        decidedBy: closed?.decidedBy ?? null,
+        decisionFor: closed?.decisionFor ?? null,
+      });
+    }
+    sayRowsRead(whole, pending);
+  }
+
+  function readText(): void {
+    // Redrawn only on change: the "expires in" of a request alone changes every second. What is
+    // compared is a digest of every pending row's id, whether a gateway waits on it and what it
+    // says of its calls, in order: nothing of the rows is kept between reads.
+    const key = createHash("sha256");
+    let pending = 0;
+    forEachPendingKey(db, (k) => {
+      pending += 1;
+      key.update(`${JSON.stringify([String(k.request), k.waiting, callWaitKey(k)])}\n`);
+    });
+    const drawn = key.digest("base64url");
+    if (drawn === lastDraw) {
+      sayRowsRead(0, pending);
+      return;
+    }
+    lastDraw = drawn;
+    // the listing's page (approvals without --all): the 20 newest, the newest last
+    const page = pendingPage(db, 0, LISTED_REQUESTS);
+    const frame = drawList(db, page.rows.reverse(), page.total, verbose, stateDir);
+    process.stdout.write(`${process.stdout.isTTY ? "\u001b[2J\u001b[H" : ""}${frame}\n`);
+    // the screen cleared for the frame took the could-not-close line said before it with it
+    if (process.stdout.isTTY && unclosed !== null) process.stderr.write(`${unclosed.line}\n`);
+    sayRowsRead(page.rows.length, pending);
   }
 }
 
@@ -313,13 +351,8 @@ export function withoutWaiting<T>(db: Store, sweep: () => T): T {
   }
 }
 
-/** What a pending request's listing says of the calls waiting on it, as a key that changes with it. */
-function callWaitKey(r: PendingRequest): string {
-  return `${r.callWaiting}:${r.callWaitingSince ?? ""}:${r.callLeft?.how ?? ""}:${r.callLeft?.at ?? ""}`;
-}
-
 /** The `--json` line of a call starting or stopping to wait on a request already listed. */
-function callWaitChange(r: PendingRequest) {
+function callWaitChange(r: PendingKey) {
   return {
     change: "call",
     request: r.request,
