@@ -7,7 +7,7 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
-import { nextRequest } from "../helpers/approvals.js";
+import { nextRequest, nextStoredRequest } from "../helpers/approvals.js";
 import { watchApprovalsJson } from "../helpers/approvalsWatch.js";
 import { waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
@@ -28,19 +28,30 @@ afterEach(async () => {
  */
 const FORGED = 1000;
 
-/** Copies of the stored row `of` under new IDs (the same live run), each with `changes` applied. */
+/**
+ * Copies of the stored row `of` under new IDs, each with `changes` applied, in a run of their own
+ * that copies the real run's live gateway. Rows naming the real run counted against its 50 pending
+ * requests: its gateway refused the next call (too many pending), and the "new request" this test
+ * waited for was a forged row.
+ */
 function forge(stateDir: string, of: string, ids: string[], changes: Record<string, unknown>): void {
   const db = openStore(stateDir);
   const real = db.prepare("SELECT * FROM approval_requests WHERE request = ?").get(of) as Record<
     string,
     unknown
   >;
-  const columns = Object.keys(real);
-  const insert = db.prepare(
-    `INSERT INTO approval_requests (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
-  );
+  const run = db.prepare("SELECT * FROM runs WHERE run = ?").get(real.agent_run) as Record<string, unknown>;
+  const insertInto = (table: string, row: Record<string, unknown>) =>
+    db.prepare(
+      `INSERT OR IGNORE INTO ${table} (${Object.keys(row).join(", ")}) VALUES (${Object.keys(row)
+        .map(() => "?")
+        .join(", ")})`,
+    );
   db.transaction(() => {
-    for (const id of ids) insert.run(...Object.values({ ...real, request: id, ...changes }));
+    insertInto("runs", run).run(...Object.values({ ...run, run: "forged-run" }));
+    const insert = insertInto("approval_requests", real);
+    for (const id of ids)
+      insert.run(...Object.values({ ...real, request: id, agent_run: "forged-run", ...changes }));
   })();
   db.close();
 }
@@ -63,6 +74,8 @@ describe("approvals --watch over a thousand forged pending rows", () => {
     const real = await nextRequest(stateDir, seen);
     const forgedIds = Array.from({ length: FORGED }, (_, i) => `forged${i}`);
     forge(stateDir, real.request, forgedIds, { created_at: "2000-01-01T00:00:00.000Z" });
+    // the next request is the gateway's: none of these
+    for (const id of forgedIds) seen.add(id);
 
     const w = watchApprovalsJson(stateDir, cleanup);
     const lines = () =>
@@ -92,7 +105,7 @@ describe("approvals --watch over a thousand forged pending rows", () => {
     void gw.client
       .callTool({ name: "adjust_inventory", arguments: { sku: "S-2", delta: 2 } })
       .catch((e) => e);
-    const made = await nextRequest(stateDir, seen);
+    const made = await nextStoredRequest(stateDir, seen);
     await waitFor(() => told("pending", made.request), 20_000, "the new request told");
 
     // a row whose time runs out: only the watcher's sweep closes it (5 s: a loaded machine's watch
