@@ -13,20 +13,9 @@ import { openExistingStore } from "../../src/store/db.js";
 import { httpLogin, raw, startConsoleProcess } from "../console/helpers.js";
 import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
-import { runCli, startInventory } from "../helpers/gateway.js";
-import { makeProject } from "../helpers/project.js";
-import { newStateDir } from "../helpers/state.js";
-
-type Cleanup = (() => Promise<void> | void)[];
-
-/** The case's own teardown list, run when it finishes (the cases run side by side). */
-function teardownOf(onTestFinished: (fn: () => Promise<void>) => void): Cleanup {
-  const list: Cleanup = [];
-  onTestFinished(async () => {
-    for (const c of list.reverse()) await c();
-  });
-  return list;
-}
+import { runCli } from "../helpers/gateway.js";
+import { inventoryGateway } from "../helpers/inventoryGateway.js";
+import { type Cleanup, teardownOf } from "../helpers/teardown.js";
 
 function refusal(e: unknown) {
   return e as { code: number; message: string; data: Record<string, unknown> };
@@ -58,18 +47,14 @@ async function activeGrants(stateDir: string): Promise<unknown[]> {
   return JSON.parse(r.stdout).grants as unknown[];
 }
 
-async function setup(holdMs: number, cleanup: Cleanup) {
-  const stateDir = newStateDir();
-  const project = makeProject("B");
-  cleanup.push(() => project.cleanup());
-  const gw = await startInventory(project, ["--on-change", "restart", "--approval-timeout", String(holdMs)], {
-    stateDir,
+/**
+ * A case's own gateway before the inventory fixture at revision B (its credentials passed),
+ * restarted on a change, holding a call `holdMs` for a human.
+ */
+const setup = (holdMs: number, cleanup: Cleanup) =>
+  inventoryGateway("B", ["--on-change", "restart", "--approval-timeout", String(holdMs)], cleanup, {
     credentials: true,
   });
-  cleanup.push(() => gw.close());
-  await gw.client.listTools();
-  return { stateDir, project, gw };
-}
 
 /** Rebuilds to revision C (the same tool list, other code) and waits for the gateway's new epoch. */
 async function replaceServer(

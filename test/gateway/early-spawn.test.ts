@@ -15,17 +15,7 @@ import { NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { rawGateway } from "../helpers/raw.js";
 import { newKeyringOnlyStateDir, newStateDir } from "../helpers/state.js";
-
-type Cleanup = (() => Promise<void> | void)[];
-
-/** The case's own teardown list, run when it finishes (the cases run side by side). */
-function teardownOf(onTestFinished: (fn: () => Promise<void>) => void): Cleanup {
-  const list: Cleanup = [];
-  onTestFinished(async () => {
-    for (const c of list.reverse()) await c();
-  });
-  return list;
-}
+import { type Cleanup, teardownOf } from "../helpers/teardown.js";
 
 /** A server command that appends its pid to a file, then becomes `then` (exec: same pid). */
 function recordedStarts(dir: string, then: string): { wrapper: string; pids: () => number[] } {

@@ -16,20 +16,11 @@ import { openStore } from "../../src/store/db.js";
 import { decideByCli, nextStoredRequest, type Pending, storedPending } from "../helpers/approvals.js";
 import { tempDir } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
+import { inventoryGateway } from "../helpers/inventoryGateway.js";
 import { NODE, REPO } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
 import { newKeyringOnlyStateDir, newStateDir, passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
-
-type Cleanup = (() => Promise<void> | void)[];
-
-/** The test's own teardown list, run when it finishes (the cases run side by side). */
-function teardownOf(onTestFinished: (fn: () => Promise<void>) => void): Cleanup {
-  const list: Cleanup = [];
-  onTestFinished(async () => {
-    for (const c of list.reverse()) await c();
-  });
-  return list;
-}
+import { type Cleanup, teardownOf } from "../helpers/teardown.js";
 
 /** A connection to the gateway's store, as any process of the same user can open one. */
 function sql(stateDir: string, cleanup: Cleanup): Database.Database {
@@ -68,6 +59,10 @@ async function gateway(project: Project, stateDir: string, cleanup: Cleanup, tim
   return gw;
 }
 
+/** gateway() in a case's own state directory, before its own project (the fixture at revision A). */
+const ownGateway = (cleanup: Cleanup, timeoutMs = 10_000) =>
+  inventoryGateway("A", ["--approval-timeout", String(timeoutMs)], cleanup);
+
 /** A grant row as an attacker writes it: the request's subject, any signature (or none). */
 function forgeGrant(db: Database.Database, p: Pending, grant: string, signature: string | null) {
   db.prepare(
@@ -94,10 +89,7 @@ const TIMEOUT = -32058;
  * for want of a pin. `pinned`: that denied request (its run, epoch and tool are the next call's).
  */
 async function pinnedGateway(cleanup: Cleanup, expect: ExpectStatic) {
-  const stateDir = newStateDir();
-  const project = makeProject("A");
-  cleanup.push(() => project.cleanup());
-  const gw = await gateway(project, stateDir, cleanup);
+  const { stateDir, project, gw } = await ownGateway(cleanup);
   const seen = new Set<string>();
   const db = sql(stateDir, cleanup);
   // the handler is attached at once: the denial can arrive while the CLI is still exiting
@@ -244,14 +236,11 @@ describe.concurrent("decisions written without the approver key are not honoured
     onTestFinished,
   }) => {
     const cleanup = teardownOf(onTestFinished);
-    const stateDir = newStateDir();
-    const project = makeProject("A");
-    cleanup.push(() => project.cleanup());
     // The forged grant must be written while the call still waits for a decision: a node process
     // writes it, which on a loaded machine outlasted a 4 s wait (the call timed out
     // before the gateway could see the grant, and no line said it was not honoured). The call
     // still ends with the wait; 15 s is room for the forger, not a subject.
-    const gw = await gateway(project, stateDir, cleanup, 15_000);
+    const { stateDir, project, gw } = await ownGateway(cleanup, 15_000);
     const seen = new Set<string>();
     const legit = gw.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
     await decideByCli(stateDir, "deny", (await nextStoredRequest(stateDir, seen)).request);
@@ -295,10 +284,7 @@ describe.concurrent("decisions written without the approver key are not honoured
     onTestFinished,
   }) => {
     const cleanup = teardownOf(onTestFinished);
-    const stateDir = newStateDir();
-    const project = makeProject("A");
-    cleanup.push(() => project.cleanup());
-    const gw = await gateway(project, stateDir, cleanup, 30_000);
+    const { stateDir, project, gw } = await ownGateway(cleanup, 30_000);
     const seen = new Set<string>();
     const first = gw.client.callTool({ name: "read_status", arguments: {} });
     await decideByCli(stateDir, "approve", (await nextStoredRequest(stateDir, seen)).request);

@@ -15,34 +15,18 @@ import {
   storedPending,
   waitForPending,
 } from "../helpers/approvals.js";
-import { runCli, startInventory } from "../helpers/gateway.js";
-import { makeProject } from "../helpers/project.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
-
-type Cleanup = (() => Promise<void> | void)[];
-
-/** The case's own teardown list, run when it finishes (the cases run side by side). */
-function teardownOf(onTestFinished: (fn: () => Promise<void>) => void): Cleanup {
-  const list: Cleanup = [];
-  onTestFinished(async () => {
-    for (const c of list.reverse()) await c();
-  });
-  return list;
-}
+import { runCli } from "../helpers/gateway.js";
+import { inventoryGateway } from "../helpers/inventoryGateway.js";
+import { passphraseEnv } from "../helpers/state.js";
+import { type Cleanup, teardownOf } from "../helpers/teardown.js";
 
 function refusal(e: unknown) {
   return e as { code: number; message: string; data: Record<string, unknown> };
 }
 
-async function setup(runArgs: string[], cleanup: Cleanup) {
-  const stateDir = newStateDir();
-  const project = makeProject("A");
-  cleanup.push(() => project.cleanup());
-  const gw = await startInventory(project, runArgs, { stateDir, credentials: true });
-  cleanup.push(() => gw.close());
-  await gw.client.listTools();
-  return { stateDir, project, gw };
-}
+/** A case's own gateway before the inventory fixture at revision A, its credentials passed. */
+const setup = (runArgs: string[], cleanup: Cleanup) =>
+  inventoryGateway("A", runArgs, cleanup, { credentials: true });
 
 /** How many approval requests the store ever held (pending or not), from the audit. */
 async function requested(stateDir: string): Promise<string[]> {

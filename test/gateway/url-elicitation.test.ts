@@ -19,17 +19,7 @@ import { FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 import { newStateDir } from "../helpers/state.js";
-
-type Cleanup = (() => Promise<void> | void)[];
-
-/** The case's own teardown list, run when it finishes (the cases run side by side). */
-function teardownOf(onTestFinished: (fn: () => Promise<void>) => void): Cleanup {
-  const list: Cleanup = [];
-  onTestFinished(async () => {
-    for (const c of list.reverse()) await c();
-  });
-  return list;
-}
+import { type Cleanup, teardownOf } from "../helpers/teardown.js";
 
 const CONSOLE = "http://127.0.0.1:45998";
 
