@@ -1,10 +1,10 @@
 // A server reached by URL (`run --url`) that forgets its session and comes back speaking another
 // protocol version, or that hands out a new Mcp-Session-Id mid-session. The server is real
 // (node's HTTP server on loopback, in this process); the gateway is a real process.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { startGateway } from "../helpers/gateway.js";
+import { answerWithEchoTool, serveOnLoopback } from "../helpers/loopbackMcpServer.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -27,7 +27,7 @@ async function moodyServer(): Promise<Moody> {
   let version: string | null = null;
   let rotate = false;
   const requests: Moody["requests"] = [];
-  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  const { url } = await serveOnLoopback((req: IncomingMessage, res: ServerResponse) => {
     const session = (req.headers["mcp-session-id"] as string | undefined) ?? null;
     const chunks: Buffer[] = [];
     req.on("data", (b: Buffer) => chunks.push(b));
@@ -49,29 +49,14 @@ async function moodyServer(): Promise<Moody> {
       };
       const json = (result: unknown) =>
         res.writeHead(200, headers).end(JSON.stringify({ jsonrpc: "2.0", id: msg.id, result }));
-      if (msg.id === undefined) return void res.writeHead(202).end();
-      if (msg.method === "initialize")
-        return json({
-          protocolVersion: version ?? msg.params?.protocolVersion ?? "2025-06-18",
-          capabilities: { tools: {} },
-          serverInfo: { name: "moody", version: "1.0.0" },
-        });
-      if (msg.method === "tools/list")
-        return json({ tools: [{ name: "echo", inputSchema: { type: "object", properties: {} } }] });
-      if (msg.method === "tools/call") return json({ content: [{ type: "text", text: "ran" }] });
-      json({});
+      answerWithEchoTool(res, msg, json, {
+        name: "moody",
+        protocolVersion: version ?? msg.params?.protocolVersion ?? "2025-06-18",
+      });
     });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  cleanup.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
+  }, cleanup);
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
+    url,
     requests,
     restart: (v) => {
       generation++;

@@ -7,10 +7,10 @@
 // changes. Now such numbers are kept exactly beside the parsed record (`remote.writtenNumbers`),
 // digested with it and shown as written. The server is real (node's HTTP server on loopback, in
 // this process, writing its answers by hand); the gateway is a real process.
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { afterEach, expect, it } from "vitest";
 import { runCli } from "../helpers/gateway.js";
+import { serveOnLoopback } from "../helpers/loopbackMcpServer.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 import { gatewayRow } from "../helpers/status.js";
 
@@ -26,7 +26,7 @@ afterEach(async () => {
  */
 async function bigNumberServer(build: string, more = "") {
   let generation = 1;
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  const { url } = await serveOnLoopback((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on("data", (b: Buffer) => chunks.push(b));
     req.on("end", () => {
@@ -52,17 +52,9 @@ async function bigNumberServer(build: string, more = "") {
         return answer(JSON.stringify({ tools: [{ name: "echo", inputSchema: { type: "object" } }] }));
       answer("{}");
     });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  cleanup.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
+  }, cleanup);
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
+    url,
     restart(next: string) {
       generation++;
       build = next;

@@ -6,10 +6,10 @@
 // within a second of opening is looked for again a second later (`openStream`,
 // src/supervisor/remoteSession.ts), and no event id goes back in a `Last-Event-ID`. Without the
 // pace, this server had the gateway in a loop of GETs as fast as loopback answers them.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { startGateway } from "../helpers/gateway.js";
+import { answerWithEchoTool, serveOnLoopback } from "../helpers/loopbackMcpServer.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -24,7 +24,7 @@ interface Seen {
 
 async function impatientServer(): Promise<{ url: string; seen: Seen[] }> {
   const seen: Seen[] = [];
-  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  const { url } = await serveOnLoopback((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on("data", (b: Buffer) => chunks.push(b));
     req.on("end", () => {
@@ -46,28 +46,10 @@ async function impatientServer(): Promise<{ url: string; seen: Seen[] }> {
         res
           .writeHead(200, { "content-type": "application/json", "mcp-session-id": "impatient-1" })
           .end(JSON.stringify({ jsonrpc: "2.0", id: msg.id, result }));
-      if (msg.id === undefined) return void res.writeHead(202).end();
-      if (msg.method === "initialize")
-        return json({
-          protocolVersion: "2025-06-18",
-          capabilities: { tools: {} },
-          serverInfo: { name: "impatient", version: "1.0.0" },
-        });
-      if (msg.method === "tools/list")
-        return json({ tools: [{ name: "echo", inputSchema: { type: "object", properties: {} } }] });
-      if (msg.method === "tools/call") return json({ content: [{ type: "text", text: "ran" }] });
-      json({});
+      answerWithEchoTool(res, msg, json, { name: "impatient", protocolVersion: "2025-06-18" });
     });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  cleanup.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, seen };
+  }, cleanup);
+  return { url, seen };
 }
 
 describe("a remote server whose stream ends at once, saying retry: 0", () => {
