@@ -7,11 +7,11 @@
 // with the token, the session id and the event id (GET, and DELETE to end it); another session of
 // the same process naming the first one's event id. Neither gets the answer; its owner still does.
 import { spawnSync } from "node:child_process";
-import { request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { decideByCli, nextRequest } from "../helpers/approvals.js";
-import { fixtureCommand, NODE } from "../helpers/paths.js";
-import { type Listener, startListener } from "./listen.js";
+import { NODE } from "../helpers/paths.js";
+import { firstEventThenDrop, sessionAwaitingApproval } from "../helpers/resumption.js";
+import type { Listener } from "./listen.js";
 import { messagesOf, openSession, raw } from "./raw.js";
 
 let cleanup: (() => Promise<void>)[] = [];
@@ -21,37 +21,6 @@ afterEach(async () => {
 });
 
 const SECRET_ANSWER = "meant for the session that asked";
-
-/** POSTs `body` in `session`, takes the first SSE event's id, and drops the connection. */
-function firstEventThenDrop(l: Listener, session: string, body: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: "127.0.0.1",
-        port: l.port,
-        path: "/mcp",
-        method: "POST",
-        headers: l.headers({ "mcp-session-id": session }),
-      },
-      (res) => {
-        let buf = "";
-        res.setEncoding("utf8");
-        res.on("data", (c) => {
-          buf += c;
-          const m = /id: (\S+)\n/.exec(buf);
-          if (m) {
-            req.destroy();
-            resolve(m[1]!);
-          }
-        });
-      },
-    );
-    req.on("error", (e) => {
-      if ((e as NodeJS.ErrnoException).code !== "ECONNRESET") reject(e);
-    });
-    req.end(body);
-  });
-}
 
 /** One request from another process (its own socket, its own pid): status and body. */
 function fromAnotherProcess(
@@ -73,14 +42,8 @@ function fromAnotherProcess(
 
 describe("resuming another client's stream", () => {
   it("another process with the session id and the event id gets 404 on GET and DELETE; another session of the same client gets 404; the owner resumes the answer", async () => {
-    const l = await startListener(fixtureCommand("echo"), { args: ["--approval-timeout", "30000"] });
-    cleanup.push(() => l.close());
-    const session = await openSession(l);
-    await raw(l, {
-      headers: l.headers({ "mcp-session-id": session }),
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
-    });
-    const eventId = await firstEventThenDrop(
+    const { l, session } = await sessionAwaitingApproval(cleanup);
+    const { id: eventId } = await firstEventThenDrop(
       l,
       session,
       JSON.stringify({

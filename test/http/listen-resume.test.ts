@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { RESUME_BUDGET_BYTES } from "../../src/transport/httpSession.js";
 import { decideByCli, nextRequest } from "../helpers/approvals.js";
 import { fixtureCommand } from "../helpers/paths.js";
+import { firstEventThenDrop, sessionAwaitingApproval } from "../helpers/resumption.js";
 import { type Listener, startListener } from "./listen.js";
 import { messagesOf, openSession, raw } from "./raw.js";
 
@@ -15,42 +16,6 @@ afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup = [];
 });
-
-/** POSTs `body` and resolves with the first SSE event's id, then drops the connection. */
-function firstEventThenDrop(
-  l: Listener,
-  session: string,
-  body: string,
-): Promise<{ id: string; data: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: "127.0.0.1",
-        port: l.port,
-        path: "/mcp",
-        method: "POST",
-        headers: l.headers({ "mcp-session-id": session }),
-      },
-      (res) => {
-        expect(res.headers["content-type"]).toBe("text/event-stream");
-        let buf = "";
-        res.setEncoding("utf8");
-        res.on("data", (c) => {
-          buf += c;
-          const m = /id: (\S+)\nevent: message\ndata: (.*)\n\n/.exec(buf);
-          if (m) {
-            req.destroy(); // the connection drops mid-stream
-            resolve({ id: m[1]!, data: m[2]! });
-          }
-        });
-      },
-    );
-    req.on("error", (e) => {
-      if ((e as NodeJS.ErrnoException).code !== "ECONNRESET") reject(e);
-    });
-    req.end(body);
-  });
-}
 
 /** The status of a GET (the stream, if one opens, is dropped at once). */
 function statusOf(l: Listener, headers: Record<string, string>): Promise<number> {
@@ -68,13 +33,7 @@ function statusOf(l: Listener, headers: Record<string, string>): Promise<number>
 
 describe("resumable SSE", () => {
   it("after a dropped stream, GET with Last-Event-ID delivers the rest, the answer included", async () => {
-    const l = await startListener(fixtureCommand("echo"), { args: ["--approval-timeout", "30000"] });
-    cleanup.push(() => l.close());
-    const session = await openSession(l);
-    await raw(l, {
-      headers: l.headers({ "mcp-session-id": session }),
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
-    });
+    const { l, session } = await sessionAwaitingApproval(cleanup);
     const body = JSON.stringify({
       jsonrpc: "2.0",
       id: "call-1",
@@ -82,6 +41,7 @@ describe("resumable SSE", () => {
       params: { name: "echo", arguments: { message: "resumed" }, _meta: { progressToken: "p1" } },
     });
     const first = await firstEventThenDrop(l, session, body);
+    expect(first.contentType).toBe("text/event-stream");
     expect(JSON.parse(first.data)).toMatchObject({
       method: "notifications/progress",
       params: { progressToken: "p1" },
@@ -136,6 +96,7 @@ describe("resumable SSE", () => {
     }
     // then one whose connection drops after the progress event, before its answer
     const dropped = await firstEventThenDrop(l, session, blob("undelivered", 300));
+    expect(dropped.contentType).toBe("text/event-stream");
 
     // the first delivered streams are gone: nothing was owed on them
     const gone = await raw(l, {
