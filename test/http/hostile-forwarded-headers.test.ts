@@ -4,9 +4,8 @@
 // `X-Forwarded-Host` / `Forwarded: host=` say where it came from. The front is not meant to sit
 // behind a proxy (its client is identified by the connecting socket: behind one, that would be
 // the proxy): a request carrying a forwarding header is refused, 403, naming the header.
-import { createServer, request, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { forwardingProxy } from "../helpers/forwardingProxy.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type Listener, startListener } from "./listen.js";
 import { expectRpcError, initializeBody, raw } from "./raw.js";
@@ -23,34 +22,10 @@ async function listener(): Promise<Listener> {
   return l;
 }
 
-/** A local reverse proxy: Host (and Origin) rewritten to the front's, forwarding headers added. */
-async function proxyTo(l: Listener): Promise<number> {
-  const target = `127.0.0.1:${l.port}`;
-  const server: Server = createServer((req, res) => {
-    const headers = { ...req.headers };
-    headers["x-forwarded-host"] = req.headers.host ?? "";
-    headers["x-forwarded-for"] = req.socket.remoteAddress ?? "";
-    headers.host = target;
-    if (headers.origin) headers.origin = `http://${target}`;
-    const up = request(
-      { host: "127.0.0.1", port: l.port, path: req.url, method: req.method, headers, setHost: false },
-      (r) => {
-        res.writeHead(r.statusCode ?? 502, r.headers);
-        r.pipe(res);
-      },
-    );
-    up.on("error", () => res.writeHead(502).end());
-    req.pipe(up);
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  cleanup.push(() => new Promise((r) => server.close(() => r())));
-  return (server.address() as AddressInfo).port;
-}
-
 describe("run --listen and forwarding headers", () => {
   it("a rebound page's initialize through a local reverse proxy is refused (403) and opens no session", async () => {
     const l = await listener();
-    const proxyPort = await proxyTo(l);
+    const proxyPort = await forwardingProxy(l.port, cleanup);
     const r = await raw(
       { ...l, port: proxyPort },
       {

@@ -4,10 +4,9 @@
 // reverse proxy appends its `X-Forwarded-*` after the page's own headers, and a rebound page
 // (same-origin to the browser, so free to add headers) pushes them past the count. The front must
 // see every header it was sent, or refuse the request.
-import { createServer, request, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { forwardingProxy } from "../helpers/forwardingProxy.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type Listener, startListener } from "./listen.js";
 import { expectRpcError, initializeBody, raw } from "./raw.js";
@@ -31,31 +30,6 @@ function filler(n: number): Record<string, string> {
   return out;
 }
 
-/** A local reverse proxy that rewrites Host to the front's and appends its forwarding headers. */
-async function proxyTo(l: Listener): Promise<number> {
-  const target = `127.0.0.1:${l.port}`;
-  // the proxy itself takes every header it is sent (a proxy that dropped some would hide nothing)
-  const server: Server = createServer({ maxHeaderSize: 64 * 1024 }, (req, res) => {
-    const headers = { ...req.headers };
-    headers.host = target;
-    headers["x-forwarded-host"] = req.headers.host ?? "";
-    headers["x-forwarded-for"] = req.socket.remoteAddress ?? "";
-    const up = request(
-      { host: "127.0.0.1", port: l.port, path: req.url, method: req.method, headers, setHost: false },
-      (r) => {
-        res.writeHead(r.statusCode ?? 502, r.headers);
-        r.pipe(res);
-      },
-    );
-    up.on("error", () => res.writeHead(502).end());
-    req.pipe(up);
-  });
-  server.maxHeadersCount = 0;
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  cleanup.push(() => new Promise((r) => server.close(() => r())));
-  return (server.address() as AddressInfo).port;
-}
-
 /** One request written byte for byte on its own socket (`connection: close`): the whole answer. */
 function rawRequest(port: number, head: string, body: string): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -75,7 +49,7 @@ function rawRequest(port: number, head: string, body: string): Promise<string> {
 describe("run --listen sees every header of a request", () => {
   it("a rebound page that writes 2000 headers first still has the proxy's X-Forwarded-* seen: 403, no session", async () => {
     const l = await listener();
-    const proxyPort = await proxyTo(l);
+    const proxyPort = await forwardingProxy(l.port, cleanup);
     const r = await raw(
       { ...l, port: proxyPort },
       {
