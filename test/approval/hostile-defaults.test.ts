@@ -13,11 +13,12 @@
 // 2. docs/catalog.md: "default added" expands (what an omitted field means changed). A default
 //    added inside a new `allOf` branch is classified "allOf added", narrows, and ajv fills it in.
 import { afterEach, describe, expect, it } from "vitest";
-import { makeCatalog, type ToolDef } from "../helpers/catalog.js";
+import { pending } from "../helpers/approvals.js";
+import type { ToolDef } from "../helpers/catalog.js";
 import { waitFor } from "../helpers/files.js";
-import { runCli, startGateway } from "../helpers/gateway.js";
-import { fixtureCommand } from "../helpers/paths.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { runCli } from "../helpers/gateway.js";
+import { onExpandGateway } from "../helpers/onExpandGateway.js";
+import { passphraseEnv } from "../helpers/state.js";
 
 const DRY_ONLY: ToolDef = {
   name: "delete_branch",
@@ -59,39 +60,19 @@ afterEach(async () => {
   cleanup = [];
 });
 
-async function pending(stateDir: string): Promise<{ request: string; tool: string }[]> {
-  const r = await runCli(["approvals", "--json", "--state-dir", stateDir]);
-  expect(r.code).toBe(0);
-  return JSON.parse(r.stdout).requests;
-}
-
 async function approvedThenRevised(
   before: ToolDef,
   after: ToolDef,
   args: Record<string, unknown>,
   onExpand: "tool" | "run",
 ) {
-  const stateDir = newStateDir();
-  const cat = makeCatalog([before]);
-  cleanup.push(() => cat.cleanup());
-  const gw = await startGateway({
-    args: [
-      "--label",
-      "brancher",
-      "--approval",
-      "session",
-      "--approval-timeout",
-      "3000",
-      "--on-expand",
-      onExpand,
-      "--",
-      ...fixtureCommand("catalog"),
-    ],
-    env: cat.env,
-    stateDir,
-  });
-  cleanup.push(() => gw.close());
-  await gw.client.listTools();
+  const { stateDir, cat, gw } = await onExpandGateway(
+    "brancher",
+    ["--approval", "session", "--approval-timeout", "3000"],
+    onExpand,
+    [before],
+    cleanup,
+  );
 
   // Its rejection (approval_timeout, when the approval below comes after the 3 s) is caught at
   // once: caught only once the approval is in, it was an unhandled rejection meanwhile, which

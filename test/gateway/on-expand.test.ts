@@ -2,12 +2,12 @@
 // the default), or only stops the changed tool's grant covering it ("tool"). Real gateway, real
 // catalog fixture, approvals given by the real CLI with the passphrase.
 import { afterEach, describe, expect, it } from "vitest";
-import { verifiedAuditEvents } from "../helpers/approvals.js";
-import { makeCatalog, type ToolDef } from "../helpers/catalog.js";
+import { type Pending, pending, verifiedAuditEvents } from "../helpers/approvals.js";
+import type { ToolDef } from "../helpers/catalog.js";
 import { waitFor } from "../helpers/files.js";
-import { runCli, startGateway } from "../helpers/gateway.js";
-import { fixtureCommand } from "../helpers/paths.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { runCli } from "../helpers/gateway.js";
+import { onExpandGateway } from "../helpers/onExpandGateway.js";
+import { passphraseEnv } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -34,27 +34,15 @@ const FETCH_URL: ToolDef = {
   },
 };
 
-interface PendingRequest {
-  request: string;
-  tool: string;
-  [k: string]: unknown;
-}
-
-async function pendingRequests(stateDir: string): Promise<PendingRequest[]> {
-  const r = await runCli(["approvals", "--json", "--state-dir", stateDir]);
-  expect(r.code).toBe(0);
-  return (JSON.parse(r.stdout) as { requests: PendingRequest[] }).requests;
-}
-
 /** Makes a call, waits for its approval request, approves it for the session, and returns the request. */
 async function approvedCall(
   stateDir: string,
   call: () => Promise<unknown>,
   seen: Set<string>,
-): Promise<PendingRequest> {
+): Promise<Pending> {
   const result = call();
   const req = await waitFor(
-    async () => (await pendingRequests(stateDir)).find((p) => !seen.has(p.request)) ?? null,
+    async () => (await pending(stateDir)).find((p) => !seen.has(p.request)) ?? null,
     20_000,
     "an approval request",
   );
@@ -68,27 +56,13 @@ async function approvedCall(
 }
 
 async function setup(onExpand: "run" | "tool") {
-  const stateDir = newStateDir();
-  const cat = makeCatalog([FETCH, NOTE]);
-  const gw = await startGateway({
-    args: [
-      "--label",
-      "wiki",
-      "--approval-timeout",
-      "30000",
-      "--on-expand",
-      onExpand,
-      "--",
-      ...fixtureCommand("catalog"),
-    ],
-    env: cat.env,
-    stateDir,
-  });
-  cleanup.push(
-    () => gw.close(),
-    () => cat.cleanup(),
+  const { stateDir, cat, gw } = await onExpandGateway(
+    "wiki",
+    ["--approval-timeout", "30000"],
+    onExpand,
+    [FETCH, NOTE],
+    cleanup,
   );
-  await gw.client.listTools();
   const seen = new Set<string>();
   await approvedCall(
     stateDir,
@@ -102,7 +76,7 @@ async function setup(onExpand: "run" | "tool") {
   );
   // both covered for the session now: no new request
   await gw.client.callTool({ name: "add_note", arguments: { text: "b" } });
-  expect((await pendingRequests(stateDir)).filter((p) => !seen.has(p.request))).toEqual([]);
+  expect((await pending(stateDir)).filter((p) => !seen.has(p.request))).toEqual([]);
   const from = gw.received().length;
   cat.write([FETCH_URL, NOTE]);
   await gw.waitForNotification("notifications/tools/list_changed", 10_000, from);
@@ -144,7 +118,7 @@ describe("onExpand", () => {
   it('"tool": the unchanged add_note stays covered; only fetch_page asks again', async () => {
     const { stateDir, cat, gw, seen } = await setup("tool");
     await gw.client.callTool({ name: "add_note", arguments: { text: "c" } });
-    expect((await pendingRequests(stateDir)).filter((p) => !seen.has(p.request))).toEqual([]);
+    expect((await pending(stateDir)).filter((p) => !seen.has(p.request))).toEqual([]);
     expect(cat.records().map((r) => r.args.text ?? r.args.page)).toEqual(["a", "a", "b", "c"]);
     // the changed tool's grant no longer covers it
     const err = await gw.client.callTool({ name: "fetch_page", arguments: { page: "d" } }).catch((e) => e);

@@ -2,11 +2,12 @@
 // change looks like a removal: approve `deploy` whose `target` is limited to "staging", let the
 // server republish `deploy` with `properties: {}`, then call it with target "production".
 import { afterEach, describe, expect, it } from "vitest";
-import { makeCatalog, type ToolDef } from "../helpers/catalog.js";
+import { pending } from "../helpers/approvals.js";
+import type { ToolDef } from "../helpers/catalog.js";
 import { waitFor } from "../helpers/files.js";
-import { runCli, startGateway } from "../helpers/gateway.js";
-import { fixtureCommand } from "../helpers/paths.js";
-import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { runCli } from "../helpers/gateway.js";
+import { onExpandGateway } from "../helpers/onExpandGateway.js";
+import { passphraseEnv } from "../helpers/state.js";
 
 const DEPLOY_STAGING: ToolDef = {
   name: "deploy",
@@ -21,37 +22,17 @@ afterEach(async () => {
   cleanup = [];
 });
 
-async function pending(stateDir: string): Promise<{ request: string; tool: string }[]> {
-  const r = await runCli(["approvals", "--json", "--state-dir", stateDir]);
-  expect(r.code).toBe(0);
-  return JSON.parse(r.stdout).requests;
-}
-
 describe("a loosened schema under a session grant", () => {
   it.each(["tool", "run"] as const)(
     "properties emptied (onExpand %s): the call with target production is not forwarded under the old grant",
     async (onExpand) => {
-      const stateDir = newStateDir();
-      const cat = makeCatalog([DEPLOY_STAGING]);
-      cleanup.push(() => cat.cleanup());
-      const gw = await startGateway({
-        args: [
-          "--label",
-          "deployer",
-          "--approval",
-          "session",
-          "--approval-timeout",
-          "3000",
-          "--on-expand",
-          onExpand,
-          "--",
-          ...fixtureCommand("catalog"),
-        ],
-        env: cat.env,
-        stateDir,
-      });
-      cleanup.push(() => gw.close());
-      await gw.client.listTools();
+      const { stateDir, cat, gw } = await onExpandGateway(
+        "deployer",
+        ["--approval", "session", "--approval-timeout", "3000"],
+        onExpand,
+        [DEPLOY_STAGING],
+        cleanup,
+      );
 
       // (its rejection caught at once: caught only after the approval below, an approval_timeout
       // meanwhile is an unhandled rejection, which fails the whole run)

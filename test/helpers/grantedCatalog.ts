@@ -5,10 +5,9 @@
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { ExpectStatic, OnTestFinishedHandler } from "vitest";
 import { decideByCli, nextStoredRequest, storedPending } from "./approvals.js";
-import { makeCatalog, type ToolDef } from "./catalog.js";
-import { startGateway } from "./gateway.js";
-import { fixtureCommand } from "./paths.js";
-import { newStateDir } from "./state.js";
+import type { ToolDef } from "./catalog.js";
+import { onExpandGateway } from "./onExpandGateway.js";
+import { teardownOf } from "./teardown.js";
 
 /** A tool with every field a definition may carry: what a grant is signed for. */
 export const DEPLOY: ToolDef = {
@@ -40,25 +39,13 @@ export async function grantedCatalogGateway(
   expect: ExpectStatic,
   onTestFinished: (fn: OnTestFinishedHandler) => void,
 ) {
-  const stateDir = newStateDir();
-  const cat = makeCatalog(tools);
-  const gw = await startGateway({
-    args: [
-      "--label",
-      "site",
-      "--approval-timeout",
-      "30000",
-      "--on-expand",
-      onExpand,
-      "--",
-      ...fixtureCommand("catalog"),
-    ],
-    env: cat.env,
-    stateDir,
-  });
-  onTestFinished(() => cat.cleanup());
-  onTestFinished(() => gw.close());
-  await gw.client.listTools();
+  const { stateDir, cat, gw } = await onExpandGateway(
+    "site",
+    ["--approval-timeout", "30000"],
+    onExpand,
+    tools,
+    teardownOf(onTestFinished),
+  );
   const seen = new Set<string>();
   /** a tools/call without the SDK's output check (the fixture answers with text only) */
   const call = (name: string, args: Record<string, unknown>) =>
