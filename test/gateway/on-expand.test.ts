@@ -3,36 +3,17 @@
 // catalog fixture, approvals given by the real CLI with the passphrase.
 import { afterEach, describe, expect, it } from "vitest";
 import { type Pending, pending, verifiedAuditEvents } from "../helpers/approvals.js";
-import type { ToolDef } from "../helpers/catalog.js";
 import { waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { onExpandGateway } from "../helpers/onExpandGateway.js";
 import { passphraseEnv } from "../helpers/state.js";
+import { FETCH, FETCH_URL, NOTE } from "../helpers/wikiTools.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup = [];
 });
-
-const FETCH: ToolDef = {
-  name: "fetch_page",
-  description: "Fetch a page of the wiki.",
-  inputSchema: { type: "object", required: ["page"], properties: { page: { type: "string" } } },
-};
-const NOTE: ToolDef = {
-  name: "add_note",
-  description: "Add a note.",
-  inputSchema: { type: "object", required: ["text"], properties: { text: { type: "string" } } },
-};
-/** fetch_page gains a `url` input: it can now reach any address, not only the wiki */
-const FETCH_URL: ToolDef = {
-  ...FETCH,
-  inputSchema: {
-    ...FETCH.inputSchema,
-    properties: { ...FETCH.inputSchema.properties, url: { type: "string" } },
-  },
-};
 
 /** Makes a call, waits for its approval request, approves it for the session, and returns the request. */
 async function approvedCall(
