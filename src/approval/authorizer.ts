@@ -186,6 +186,31 @@ export class Authorizer implements AuthorizationPort {
   }
 
   /**
+   * A call of a tool the server lists with different definitions was refused (the guard, between
+   * steps 2 and 3). While it is listed so, no grant covers it, as with a change that expands it:
+   * and as a call refused on such a change ends the grants it names (step 2, "superseded"), this
+   * refusal ends the live grants of this epoch that covered the tool. Otherwise the approved
+   * definition listed alone again was covered by the grant the agent had just been refused under,
+   * where a human must be asked again (onExpand "tool"; under "run" the change ended them).
+   */
+  ambiguousRefused(call: ApprovedCall): void {
+    if (this.modeOf(call) === "none") return;
+    const scopes = this.scopesOf(call);
+    // about to end grants: never on what may be an old read
+    const covered = this.liveGrants(true).filter(
+      (g) =>
+        g.executionEpoch === call.epoch &&
+        g.toolScope.some((t) => t.name === call.tool) &&
+        scopes.every((s) => g.credentialScope.includes(s)),
+    );
+    if (covered.length === 0) return;
+    this.endStale(
+      covered.map((g) => g.grant),
+      `superseded: tool ${call.tool} listed more than once with different definitions`,
+    );
+  }
+
+  /**
    * onExpand "run": an expanding catalog change ends every live grant of this run for this
    * server (the human approved the run for the inventory it saw, not for the new one), recorded
    * with the entries that caused it. The next call of any tool asks again; its review shows the

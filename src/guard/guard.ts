@@ -104,6 +104,12 @@ export interface AuthorizationPort {
    */
   catalogExpanded?(change: { revision: number; previousRevision: number; expanding: ExpandingEntry[] }): void;
   /**
+   * A call refused because the server lists its tool with different definitions (between steps 2
+   * and 3): a change of the tool as any other, so the session grants that covered it end, as a
+   * call refused on an expanded tool ends them (onExpand "tool"; under "run" none is left).
+   */
+  ambiguousRefused?(call: ApprovedCall): void;
+  /**
    * Whether every recorded read asks a human (approval.resources "per-call"): a read the gateway
    * would make on its own (a subscription re-opened on a new process) is then not made, since no
    * agent request waits for that human's answer.
@@ -284,6 +290,9 @@ export function precheck(
   // catalog_stale asks for, cannot help.
   const ambiguous = server.snapshot.ambiguous?.get(facts.tool);
   if (ambiguous) {
+    // Refused while ambiguous: the grant for the definition approved ends here, so that the server
+    // listing it alone again is asked about again, never covered by it (docs/security.md).
+    auth?.ambiguousRefused?.(call);
     const unfingerprintable = server.snapshot.unfingerprintable?.get(facts.tool) ?? 0;
     return {
       action: "refuse",
