@@ -65,7 +65,8 @@ export interface AskerParts {
  */
 /**
  * How many approval requests of one agent run may wait for a human at once: past it a call that
- * would make a new one is refused (one that joins a pending request still waits).
+ * would make a new one is refused (one that joins a pending request still waits). Counted over the
+ * requests the run's gateway made itself, never the store's rows naming the run.
  */
 export const MAX_PENDING_PER_RUN = 50;
 
@@ -86,7 +87,17 @@ export class HumanAsker {
    */
   private readonly storing = new Map<string, Promise<string>>();
   private readonly expiry: RequestExpiry;
-  private readonly pendingOfRun: { get(run: string): unknown };
+  /**
+   * The requests this gateway wrote for its run (an agent run is one connection of one gateway:
+   * no other process makes its requests) and has not yet seen leave the pending state: what
+   * counts against MAX_PENDING_PER_RUN. Not the store's pending rows naming the run: any process
+   * of the user can write those, and 50 forged ones stopped the gateway asking a human anything.
+   * One this gateway sees decided, expired, cancelled or removed in the store is forgotten at the
+   * next count (`stillPendingOf`); so at most MAX_PENDING_PER_RUN, and the requests in the making.
+   */
+  private readonly mine = new Set<string>();
+  /** which of the given request IDs (a JSON array) are pending in the store */
+  private readonly stillPendingOf: { all(ids: string): unknown[] };
   /**
    * Requests being made whose row is not in the store yet: counted beside the stored ones against
    * MAX_PENDING_PER_RUN (the `storing` map also holds requests already written, until the await
@@ -110,8 +121,10 @@ export class HumanAsker {
     this.pollMs = o.pollMs ?? 150;
     this.progressEveryMs = o.progressEveryMs ?? 3000;
     this.waiters = new CallWaits(o.db);
-    this.pendingOfRun = o.db
-      .prepare("SELECT count(*) FROM approval_requests WHERE agent_run = ? AND state = 'pending'")
+    this.stillPendingOf = o.db
+      .prepare(
+        "SELECT request FROM approval_requests WHERE state = 'pending' AND request IN (SELECT value FROM json_each(?))",
+      )
       .pluck();
     this.expiry = new RequestExpiry({
       db: o.db,
@@ -191,8 +204,9 @@ export class HumanAsker {
       if (mode === "session") this.supersede(sameCall, call);
       // An agent that makes requests faster than a human decides them (a thousand distinct calls)
       // would bury the human's list and keep as many calls polling the store: past the bound, no
-      // new request is made until some are decided or expire.
-      const waiting = (this.pendingOfRun.get(run.run) as number) + this.unwritten;
+      // new request is made until some are decided or expire. Only the requests this gateway
+      // made count (`mine`): rows another process wrote naming the run deny nothing.
+      const waiting = this.pendingMine() + this.unwritten;
       if (waiting >= MAX_PENDING_PER_RUN) {
         this.o.log.warn(
           `${quotedName(call.tool)} not asked: ${MAX_PENDING_PER_RUN} approval requests of this run wait for a human already`,
@@ -206,9 +220,11 @@ export class HumanAsker {
       }
       this.unwritten++;
       let unwritten = true;
-      const written = () => {
+      // (with the request's ID as its row is written: counted from then on among this gateway's own)
+      const written = (request?: string) => {
         if (unwritten) this.unwritten--;
         unwritten = false;
+        if (request !== undefined) this.mine.add(request);
       };
       const stored = this.newRequest(
         call,
@@ -353,6 +369,18 @@ export class HumanAsker {
     } finally {
       this.waiters.stopped(id, left);
     }
+  }
+
+  /**
+   * How many requests this gateway wrote are still pending in the store; those that are not any
+   * more (decided, expired, cancelled, removed) are forgotten. A row another process wrote naming
+   * this run is not counted: it makes no call of this gateway wait, and must not stop one asking.
+   */
+  private pendingMine(): number {
+    if (this.mine.size === 0) return 0;
+    const pending = new Set(this.stillPendingOf.all(JSON.stringify([...this.mine])) as string[]);
+    for (const id of this.mine) if (!pending.has(id)) this.mine.delete(id);
+    return this.mine.size;
   }
 
   /** Request `id` was left pending by a call the client cancelled (bounded: the oldest forgotten). */
@@ -544,8 +572,8 @@ export class HumanAsker {
     event: (request: string) => { type: string; [k: string]: unknown },
     /** aborted once the connection ends (connectionEndSignal) */
     connectionEnds?: AbortSignal,
-    /** called as the row is written (in the transaction that writes it) */
-    written?: () => void,
+    /** called with the request's ID as its row is written (in the transaction that writes it) */
+    written?: (request: string) => void,
   ): Promise<string> {
     const { db, run, serverLabel } = this.o;
     const id = newRequestId();
@@ -633,14 +661,14 @@ export class HumanAsker {
     event: (request: string) => { type: string; [k: string]: unknown },
     id: string,
     connectionEnds: AbortSignal | undefined,
-    written: (() => void) | undefined,
+    written: ((request: string) => void) | undefined,
   ): Promise<void> {
     const { db } = this.o;
     let recorded = false;
     try {
       recorded = await this.o.events.emitDurable(event(id), () => {
         insertRequest(db, request);
-        written?.();
+        written?.(id);
         return true;
       });
     } catch {
@@ -655,7 +683,7 @@ export class HumanAsker {
         await whenUnlocked(
           () => {
             insertRequest(db, request);
-            written?.();
+            written?.(id);
           },
           {
             ...this.waits(call, "the approval request for"),

@@ -30,9 +30,10 @@ const FORGED = 1000;
 
 /**
  * Copies of the stored row `of` under new IDs, each with `changes` applied, in a run of their own
- * that copies the real run's live gateway. Rows naming the real run counted against its 50 pending
- * requests: its gateway refused the next call (too many pending), and the "new request" this test
- * waited for was a forged row.
+ * that copies the real run's live gateway. Rows naming the real run once counted against its 50
+ * pending requests (its gateway refused the next call, and the "new request" this test waited for
+ * was a forged row); they no longer do (test/approval/forged-pending-bound.test.ts), and a run of
+ * their own keeps this test apart from that bound.
  */
 function forge(stateDir: string, of: string, ids: string[], changes: Record<string, unknown>): void {
   const db = openStore(stateDir);

@@ -58,6 +58,18 @@ export function forgeInSameRun(stateDir: string, request: string, id: string): v
   }
 }
 
+/** Copies of `request` under each of `ids`, in the same run, as `forgeInSameRun` writes one (one transaction). */
+export function forgeManyInSameRun(stateDir: string, request: string, ids: readonly string[]): void {
+  const db = new Database(join(stateDir, "portcullis.db"));
+  try {
+    db.transaction(() => {
+      for (const id of ids) copyRequest(db, request, id);
+    })();
+  } finally {
+    db.close();
+  }
+}
+
 /**
  * A copy of `request` under `id` in a copy of its run named `run`, whose gateway is the live
  * process `gateway` that is no portcullis (`decoyProcess`); dated a minute before it, a call said
