@@ -169,7 +169,8 @@ export class HumanAsker {
       mode,
       argumentsDigest: digest,
     };
-    const earlier = earlierRequest(db, sameCall);
+    // (a pending request is joined only when this gateway wrote it: `mine`)
+    const earlier = earlierRequest(db, sameCall, undefined, this.mine);
     let id: string;
     // this call stored the request, whose row says from the start that its maker waits on it
     let made = false;
@@ -186,7 +187,8 @@ export class HumanAsker {
     if (stale) return { error: stale };
     // The awaits above let an identical call ask meanwhile: join the request it made, or is
     // storing, rather than make a second one (nothing awaits from here to `storing`).
-    const pending = earlier?.state === "pending" ? earlier : earlierRequest(db, sameCall);
+    const pending =
+      earlier?.state === "pending" ? earlier : earlierRequest(db, sameCall, undefined, this.mine);
     const key = sameCallKey(sameCall);
     const beingStored = this.storing.get(key);
     if (pending?.state === "pending") {

@@ -416,18 +416,35 @@ export interface SameCall {
  * argument digest) that a retry can still use, until the request's own expiry: pending (the retry
  * joins it), approved (its one-call grant may still be unused), or denied (the denial is told).
  * An approval is not kept past that expiry: a retry later than that asks again. Null when none.
+ * `own`: the requests the run's gateway wrote itself; a pending row that is not one of them is
+ * passed over. Any process of the user can copy a pending request under a newer date: a retry
+ * that joined the copy waited for a decision that can never verify (a decided row is judged by
+ * its signed decision, so approved and denied rows need no such filter).
  */
-export function earlierRequest(db: Store, c: SameCall, now = new Date()): ApprovalRequest | null {
+export function earlierRequest(
+  db: Store,
+  c: SameCall,
+  now = new Date(),
+  own?: ReadonlySet<string>,
+): ApprovalRequest | null {
   const r = db
     .prepare(
       `SELECT * FROM approval_requests
         WHERE agent_run = ? AND server_label = ? AND execution_epoch = ? AND tool = ? AND fingerprint = ?
           AND mode = ? AND arguments_digest = ?
           AND state IN ('pending', 'approved', 'denied') AND expires_at > ?
+          AND (? IS NULL OR state <> 'pending' OR request IN (SELECT value FROM json_each(?)))
         ORDER BY created_at DESC, request DESC LIMIT 1`,
     )
-    .get(...sameCallValues(c, now)) as RequestDbRow | undefined;
+    .get(...sameCallValues(c, now), ...ownValues(own)) as RequestDbRow | undefined;
   return r ? toRequest(r) : null;
+}
+
+/** The placeholders of earlierRequest's `own` filter: no filter when not given. */
+function ownValues(own: ReadonlySet<string> | undefined): (string | null)[] {
+  if (own === undefined) return [null, null];
+  const ids = JSON.stringify([...own]);
+  return [ids, ids];
 }
 
 /**

@@ -9,7 +9,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { decideByCli, nextRequest, type Pending, storedPending } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
-import { forgeManyInSameRun } from "../helpers/forgedRequests.js";
+import { forgeManyInSameRun, forgeNewerInSameRun } from "../helpers/forgedRequests.js";
 import { type Session, startInventory } from "../helpers/gateway.js";
 import { makeProject } from "../helpers/project.js";
 import { newStateDir } from "../helpers/state.js";
@@ -115,5 +115,36 @@ describe("forged pending rows naming a live run", () => {
     ]);
     expect(made.tool).toBe("adjust_inventory");
     expect(made.request.startsWith("forged-")).toBe(false);
+  }, 60_000);
+
+  it("are never joined by a retry: a copy dated after the gateway's request is passed over, the retry joins the gateway's own", async () => {
+    const stateDir = newStateDir();
+    const project = makeProject("A");
+    cleanup.push(() => project.cleanup());
+    const gw = await startInventory(project, ["--approval", "session", "--approval-timeout", "60000"], {
+      stateDir,
+    });
+    cleanup.push(() => gw.close());
+    await gw.client.listTools();
+    const status = () =>
+      gw.client.callTool({ name: "read_status", arguments: {} }, undefined, { timeout: 90_000 }) as Promise<{
+        isError?: unknown;
+      }>;
+    const first = status();
+    first.catch(() => {});
+    const seen = new Set<string>();
+    const own = await nextRequest(stateDir, seen, storedPending);
+    // the newest request of this very call is now the copy: before, the retry joined it and waited
+    // for a decision that could never verify (the gateway never wrote that review)
+    forgeNewerInSameRun(stateDir, own.request, "forged-newer");
+    const retry = status();
+    retry.catch(() => {});
+    const joined = await gw.waitForStderr(/joins approval request \S+/, 20_000);
+    expect(joined).toContain(`joins approval request ${own.request}`);
+    expect(joined).not.toContain("forged-newer");
+    // one decision of the gateway's own request answers both calls
+    await decideByCli(stateDir, "approve", own.request);
+    expect((await first).isError).toBeFalsy();
+    expect((await retry).isError).toBeFalsy();
   }, 60_000);
 });

@@ -25,11 +25,17 @@ export interface ProcessId {
  * said to wait on it, its review naming the copy (and its run) as a gateway would have written it:
  * what makes `--next` take it first if nothing tells it from a gateway's.
  */
-function copyRequest(db: Database.Database, request: string, id: string, run?: string): void {
+function copyRequest(
+  db: Database.Database,
+  request: string,
+  id: string,
+  run?: string,
+  shiftMs = -60_000,
+): void {
   const row = db.prepare("SELECT created_at FROM approval_requests WHERE request = ?").get(request) as {
     created_at: string;
   };
-  const earlier = new Date(Date.parse(row.created_at) - 60_000).toISOString();
+  const earlier = new Date(Date.parse(row.created_at) + shiftMs).toISOString();
   db.exec("DROP TABLE IF EXISTS temp.q");
   db.exec("CREATE TEMP TABLE q AS SELECT * FROM approval_requests WHERE 0");
   db.prepare("INSERT INTO q SELECT * FROM approval_requests WHERE request = ?").run(request);
@@ -65,6 +71,19 @@ export function forgeManyInSameRun(stateDir: string, request: string, ids: reado
     db.transaction(() => {
       for (const id of ids) copyRequest(db, request, id);
     })();
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * A copy of `request` under `id`, in the same run, dated a minute after it: the newest request of
+ * its call, which a retry of the call would find first.
+ */
+export function forgeNewerInSameRun(stateDir: string, request: string, id: string): void {
+  const db = new Database(join(stateDir, "portcullis.db"));
+  try {
+    copyRequest(db, request, id, undefined, 60_000);
   } finally {
     db.close();
   }
