@@ -17,25 +17,8 @@ import { waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { FETCH, FETCH_URL, NOTE } from "../helpers/wikiTools.js";
 
-const FETCH: ToolDef = {
-  name: "fetch_page",
-  description: "Fetch a page of the wiki.",
-  inputSchema: { type: "object", required: ["page"], properties: { page: { type: "string" } } },
-};
-const NOTE: ToolDef = {
-  name: "add_note",
-  description: "Add a note.",
-  inputSchema: { type: "object", required: ["text"], properties: { text: { type: "string" } } },
-};
-/** fetch_page gains a `url` input: it can now reach any address */
-const FETCH_URL: ToolDef = {
-  ...FETCH,
-  inputSchema: {
-    ...FETCH.inputSchema,
-    properties: { ...FETCH.inputSchema.properties, url: { type: "string" } },
-  },
-};
 /** a third catalog: add_note gone */
 const FETCH_ONLY = [FETCH_URL];
 

@@ -17,30 +17,12 @@ import {
   verifiedAuditEvents,
   waitForPending,
 } from "../helpers/approvals.js";
-import { makeCatalog, type ToolDef } from "../helpers/catalog.js";
+import { makeCatalog } from "../helpers/catalog.js";
 import { waitFor } from "../helpers/files.js";
 import { startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
-
-const FETCH: ToolDef = {
-  name: "fetch_page",
-  description: "Fetch a page of the wiki.",
-  inputSchema: { type: "object", required: ["page"], properties: { page: { type: "string" } } },
-};
-const NOTE: ToolDef = {
-  name: "add_note",
-  description: "Add a note.",
-  inputSchema: { type: "object", required: ["text"], properties: { text: { type: "string" } } },
-};
-/** fetch_page gains a `url` input: it can now reach any address */
-const FETCH_URL: ToolDef = {
-  ...FETCH,
-  inputSchema: {
-    ...FETCH.inputSchema,
-    properties: { ...FETCH.inputSchema.properties, url: { type: "string" } },
-  },
-};
+import { FETCH, FETCH_URL, NOTE } from "../helpers/wikiTools.js";
 
 it("a latest revision rewritten to name the expanded catalog: the run's grants end all the same, and the client is told", async () => {
   const stateDir = newStateDir();

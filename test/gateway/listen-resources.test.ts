@@ -16,6 +16,7 @@ import { lenientListenGateway } from "../helpers/lenientListens.js";
 import { holdStoreLock } from "../helpers/lock.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { teardownOf } from "../helpers/teardown.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -63,15 +64,6 @@ function gateway(
     () => removeDir(dir),
   );
   return gw;
-}
-
-/** The case's own teardown list, run when it finishes (for a case that runs beside another). */
-function teardownOf(onTestFinished: (fn: () => Promise<void>) => void): (() => Promise<void> | void)[] {
-  const list: (() => Promise<void> | void)[] = [];
-  onTestFinished(async () => {
-    for (const c of list.reverse()) await c();
-  });
-  return list;
 }
 
 /** A gateway in front of lenient.mjs (every method it gets logged), listens kept open, resources per-call. */

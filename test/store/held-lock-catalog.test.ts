@@ -6,30 +6,18 @@
 // the client. Real gateway, real catalog fixture, a real second process holding the lock.
 import { afterEach, describe, expect, it } from "vitest";
 import { verifiedAuditEvents } from "../helpers/approvals.js";
-import { makeCatalog, type ToolDef } from "../helpers/catalog.js";
+import { makeCatalog } from "../helpers/catalog.js";
 import { startGateway } from "../helpers/gateway.js";
 import { holdStoreLock } from "../helpers/lock.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
+import { FETCH, FETCH_URL } from "../helpers/wikiTools.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup = [];
 });
-
-const FETCH: ToolDef = {
-  name: "fetch_page",
-  description: "Fetch a page of the wiki.",
-  inputSchema: { type: "object", required: ["page"], properties: { page: { type: "string" } } },
-};
-const FETCH_URL: ToolDef = {
-  ...FETCH,
-  inputSchema: {
-    ...FETCH.inputSchema,
-    properties: { ...FETCH.inputSchema.properties, url: { type: "string" } },
-  },
-};
 
 describe("a catalog change while another program holds the store's lock", () => {
   it("is recorded once the lock goes, the gateway answering meanwhile", async () => {
