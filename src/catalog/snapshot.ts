@@ -223,12 +223,58 @@ export function snapshotOf(
 /**
  * A stored revision as a snapshot: its entries kept, and, from its coverage, the names also listed
  * with entries that could not be fingerprinted (which the store cannot keep as listed: JSON has no
- * Infinity), so that it has the fingerprint and the ambiguous names it was recorded with. What the
- * coverage says is read warily (a row can be rewritten by another process): anything but a list of
+ * Infinity), so that it has the fingerprint and the ambiguous names it was recorded with. Its
+ * coverage is the one recorded where that can be read (storedCoverage): rebuilt from the entries
+ * kept alone, it counted no entry dropped, and `catalog show` never named one. What the coverage
+ * says is read warily (a row can be rewritten by another process): anything but a list of
  * `{name: string, entries: positive integer}` adds nothing.
  */
 export function storedSnapshot(r: { tools: Tool[]; coverage?: Coverage | null }): CatalogSnapshot {
-  return snapshotOf(r.tools, 1, { unfingerprintable: storedUnfingerprintable(r.coverage) });
+  const snap = snapshotOf(r.tools, 1, { unfingerprintable: storedUnfingerprintable(r.coverage) });
+  return { ...snap, coverage: storedCoverage(r.coverage, snap.coverage) };
+}
+
+/**
+ * The coverage a revision was recorded with, over `rebuilt` (the one its entries kept make): the
+ * pages fetched, the entries received, whether every page was, and the entries dropped with their
+ * reasons, which the entries kept cannot tell. Each is taken only when it has its recorded shape
+ * (a row can be rewritten by another process): a count that is no whole number, or fewer entries
+ * received than are kept and dropped, a `complete` that is no boolean, a dropped entry that is not
+ * `{index: whole number, reason: string}`, adds nothing, and never throws. What the entries
+ * themselves decide (duplicate and ambiguous names, the names withheld for entries that could not
+ * be fingerprinted) stays the rebuilt one.
+ */
+function storedCoverage(coverage: unknown, rebuilt: Coverage): Coverage {
+  const said = (key: string): unknown =>
+    isRecord(coverage) && Object.hasOwn(coverage, key) ? coverage[key] : undefined;
+  const listed = said("invalid");
+  const invalid = (Array.isArray(listed) ? listed : []).filter(
+    (i): i is InvalidEntry =>
+      isRecord(i) &&
+      Number.isSafeInteger(i.index) &&
+      (i.index as number) >= -1 &&
+      typeof i.reason === "string",
+  );
+  const pages = said("pages");
+  const received = said("tools");
+  const complete = said("complete");
+  // the stored entries and the dropped ones: fewer received cannot be what was recorded
+  const atLeast = rebuilt.tools + invalid.length;
+  return {
+    ...rebuilt,
+    pages: Number.isSafeInteger(pages) && (pages as number) >= 1 ? (pages as number) : rebuilt.pages,
+    tools: Number.isSafeInteger(received) && (received as number) >= atLeast ? (received as number) : atLeast,
+    complete: typeof complete === "boolean" ? complete : rebuilt.complete,
+    invalid: [
+      ...invalid.map((i) => ({ index: i.index, reason: i.reason })),
+      // a stored entry that cannot be fingerprinted (the gateway stores none: only a rewritten row
+      // holds one, nested past the limit) is dropped all the same, and said so, never hidden
+      ...rebuilt.invalid.map((i) => ({
+        index: i.index,
+        reason: `stored entry, rewritten in the store: ${i.reason}`,
+      })),
+    ],
+  };
 }
 
 function storedUnfingerprintable(coverage: Coverage | null | undefined): UnfingerprintableName[] {
