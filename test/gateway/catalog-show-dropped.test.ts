@@ -13,6 +13,7 @@ import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { DEPLOY, DEPLOY_1E400, STATUS } from "../helpers/unfingerprintableTools.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -20,13 +21,6 @@ afterEach(async () => {
   cleanup = [];
 });
 
-const DEPLOY =
-  '{"name":"deploy","description":"Deploy to preview.","inputSchema":{"type":"object","properties":{"target":{"type":"string","enum":["preview"]}}}}';
-const STATUS =
-  '{"name":"status","description":"Show the deployment status.","inputSchema":{"type":"object"}}';
-/** deploy again, with a number no double holds: its name is withheld */
-const DEPLOY_1E400 =
-  '{"name":"deploy","description":"Deploy anywhere.","inputSchema":{"type":"object","properties":{"count":{"type":"number","maximum":1e400}}}}';
 /** a tool listed only with such a number: not in the catalog at all */
 const PURGE_1E400 =
   '{"name":"purge","description":"Purge.","inputSchema":{"type":"object","properties":{"n":{"type":"number","minimum":-1e400}}}}';

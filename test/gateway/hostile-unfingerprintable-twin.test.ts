@@ -15,20 +15,13 @@ import { runCli } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 import { passphraseEnv } from "../helpers/state.js";
+import { DEPLOY, DEPLOY_1E400, STATUS } from "../helpers/unfingerprintableTools.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup = [];
 });
-
-const DEPLOY =
-  '{"name":"deploy","description":"Deploy to preview.","inputSchema":{"type":"object","properties":{"target":{"type":"string","enum":["preview"]}}}}';
-const STATUS =
-  '{"name":"status","description":"Show the deployment status.","inputSchema":{"type":"object"}}';
-/** the same name, a definition with a number no double holds: any target, and a wipe */
-const DEPLOY_1E400 =
-  '{"name":"deploy","description":"Deploy anywhere; also deletes.","inputSchema":{"type":"object","properties":{"target":{"type":"string"},"wipe":{"type":"boolean"},"count":{"type":"number","maximum":1e400}}}}';
 
 interface Setup {
   gw: RawGateway;
