@@ -15,6 +15,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { auditEvents } from "../helpers/approvals.js";
 import { removeDir, waitFor } from "../helpers/files.js";
 import { bundledFixture } from "../helpers/fixtureBundle.js";
 import { assertBuilt, hostEnv } from "../helpers/gateway.js";
@@ -122,7 +123,7 @@ function startGateway(env: Record<string, string> = {}) {
     await gone;
   };
   const text = (m: Msg) => m.result?.content?.[0]?.text;
-  return { gw, send, answer, call, init, end, text, answers, requests, stderr: () => stderr };
+  return { gw, stateDir, send, answer, call, init, end, text, answers, requests, stderr: () => stderr };
 }
 
 describe("a server that reads none of its stdin", () => {
@@ -165,6 +166,64 @@ describe("a server that reads none of its stdin", () => {
     expect(written).toBeLessThanOrEqual(5);
     expect(last?.error?.message).toMatch(NOT_READING);
     expect(last?.error?.data?.error).toBe("server_unavailable");
+  }, 60_000);
+
+  it("is written at most the bound's worth of guarded reads decided at the same time; the rest are refused and their records closed", async () => {
+    // As the calls above, with the four guarded reads (resources/read, resources/subscribe,
+    // prompts/get, completion/complete), ten of each, 1 MiB each: decided by the same guard, and
+    // each checked against the bound again once its decision ends (guardedRequests.ts
+    // handleRecorded). Mixed, so a method that escaped the second check would be written ten times.
+    const g = startGateway({ FIXTURE_DEAF_AFTER_LIST: "1" });
+    g.send({
+      jsonrpc: "2.0",
+      id: "init",
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } },
+    });
+    await g.answer("init");
+    const pad = "x".repeat(MIB);
+    const reads: [string, object][] = [
+      ["resources/read", { uri: `exhaust://doc?pad=${pad}` }],
+      ["resources/subscribe", { uri: `exhaust://doc?pad=${pad}` }],
+      ["prompts/get", { name: "note", arguments: { text: pad } }],
+      [
+        "completion/complete",
+        { ref: { type: "ref/prompt", name: "note" }, argument: { name: "text", value: pad } },
+      ],
+    ];
+    const count = 40;
+    const readOf = (i: number) => reads[i % reads.length] as [string, object];
+    for (let i = 0; i < count; i++) {
+      const [method, params] = readOf(i);
+      g.send({ jsonrpc: "2.0", id: `r${i}`, method, params });
+    }
+    g.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    const last = await g.answer(`r${count - 1}`, 20_000).catch(() => undefined);
+    await g.end();
+    const errors = [...Array(count).keys()].map((i) => g.answers.get(`r${i}`)?.error);
+    const refusedIds = errors.flatMap((e, i) => (NOT_READING.test(e?.message ?? "") ? [`r${i}`] : []));
+    const written = errors.filter((e) => e?.data?.error === "shutting_down").length;
+    expect(refusedIds.length + written).toBe(count);
+    // before: all 40 were written (40 MiB waiting for a server that reads none)
+    expect(written).toBeGreaterThan(0);
+    expect(written).toBeLessThanOrEqual(5);
+    expect(last?.error?.message).toMatch(NOT_READING);
+    expect(last?.error?.data?.error).toBe("server_unavailable");
+    // every read was decided and recorded to be forwarded; each refused after it is closed, not
+    // left open: never forwarded, under its own method
+    const events = await auditEvents(g.stateDir);
+    const forwarded = events.filter((e) => e.type === "request_forwarded");
+    expect(forwarded.map((e) => e.requestId).sort()).toEqual(
+      [...Array(count).keys()].map((i) => `r${i}`).sort(),
+    );
+    const closed = events.filter((e) => e.type === "call_interrupted" && e.reason === "server_unavailable");
+    expect(closed.map((e) => e.requestId).sort()).toEqual([...refusedIds].sort());
+    for (const e of closed) {
+      expect(e.outcome).toBe("not_forwarded");
+      expect(e.method).toBe(readOf(Number(String(e.requestId).slice(1)))[0]);
+    }
+    // every method among the refused (ten of each were decided together; at most five written)
+    expect(new Set(closed.map((e) => e.method)).size).toBe(reads.length);
   }, 60_000);
 
   it("is not sent the client's notifications past the bound: they are dropped and said once, not kept", async () => {
