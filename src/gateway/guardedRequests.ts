@@ -711,6 +711,8 @@ export class GuardedRequests {
     if (listensToTools(out)) d.open = this.p.session.listenOpened(msg.id);
     const reads = d.reads;
     d.reads = [];
+    // (refused there too while the server reads none of its input: every listen decided meanwhile
+    // passed the check before its decision)
     if (!this.p.inFlight.forward(out, { listen: out, listenReads: reads, ...refusedOf(d) })) {
       this.closeListenReads({ reads }, "server_unavailable");
       this.p.session.listenEnded(d.open);

@@ -376,10 +376,12 @@ export class InFlight {
       return true;
     }
     // The server reads none of its input: a request it would not read is answered now, not kept
-    // in the gateway's memory behind the others. Only a request relayed as it came: a guarded one
-    // was checked before its decision and after it (guardedRequests.ts), and a listen or a
-    // handshake has its own course.
-    const deaf = extra.intent || extra.listen || extra.initializes ? null : this.p.link.notReading;
+    // in the gateway's memory behind the others. Not a call or guarded read: checked before its
+    // decision and after it (guardedRequests.ts), its record closed there; nor a handshake, which
+    // has its own course. A listen is checked here: one that names resources once its uris are
+    // decided (listens decided together all passed the check before their decision; the caller
+    // closes their records), one that names none as any request relayed as it came.
+    const deaf = extra.intent || extra.initializes ? null : this.p.link.notReading;
     if (deaf) {
       const e = refuse.serverNotReading(deaf);
       this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));

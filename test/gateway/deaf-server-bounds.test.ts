@@ -12,11 +12,11 @@
 //   - the answers to the server's own requests too, the client's as well as the gateway's own
 //     refusals of them (128 MiB of the client's answers: +137 MB; without end as it asks on).
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents } from "../helpers/approvals.js";
-import { removeDir, waitFor } from "../helpers/files.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { bundledFixture } from "../helpers/fixtureBundle.js";
 import { assertBuilt, hostEnv } from "../helpers/gateway.js";
 import { CLI, NODE, REPO } from "../helpers/paths.js";
@@ -224,6 +224,68 @@ describe("a server that reads none of its stdin", () => {
     }
     // every method among the refused (ten of each were decided together; at most five written)
     expect(new Set(closed.map((e) => e.method)).size).toBe(reads.length);
+  }, 60_000);
+
+  it("is written at most the bound's worth of 2026-07-28 listens for resources decided at the same time; the rest are refused and their records closed", async () => {
+    // A subscriptions/listen that names resources is guarded too: each uri decided as a
+    // resources/subscribe of it, recorded, then the listen written. Listens of a modern client are
+    // held for the catalog, which their first one fetches; the server answers that fetch only once
+    // all of them are read (a ping behind them answered), then reads none of its stdin, and they
+    // are all decided at once.
+    const gate = join(tempDir("portcullis-deaf-listen-"), "gate");
+    cleanup.push(() => removeDir(dirname(gate)));
+    const g = startGateway({ FIXTURE_DEAF_AFTER_LIST: "1", FIXTURE_LIST_GATE: gate });
+    const meta = {
+      "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+      "io.modelcontextprotocol/clientInfo": { name: "x", version: "1" },
+      "io.modelcontextprotocol/clientCapabilities": {},
+    };
+    const pad = "x".repeat(MIB);
+    const count = 40;
+    for (let i = 0; i < count; i++)
+      g.send({
+        jsonrpc: "2.0",
+        id: `l${i}`,
+        method: "subscriptions/listen",
+        params: {
+          _meta: meta,
+          notifications: { resourceSubscriptions: [`exhaust://doc?n=${i}&pad=${pad}`] },
+        },
+      });
+    // relayed as it comes (it waits for no catalog), and answered after every listen before it was read
+    g.send({ jsonrpc: "2.0", id: "ping", method: "ping", params: { _meta: meta } });
+    await g.answer("ping");
+    writeFileSync(gate, "");
+    const last = await g.answer(`l${count - 1}`, 20_000).catch(() => undefined);
+    // a listen that names no resources is not decided, and relayed as it comes: refused as well
+    // now that the bound is passed (before, a listen of either kind was written whatever waited)
+    g.send({
+      jsonrpc: "2.0",
+      id: "plain",
+      method: "subscriptions/listen",
+      params: { _meta: meta, notifications: { toolsListChanged: true } },
+    });
+    const plain = await g.answer("plain", 10_000).catch(() => undefined);
+    await g.end();
+    const errors = [...Array(count).keys()].map((i) => g.answers.get(`l${i}`)?.error);
+    const refusedIds = errors.flatMap((e, i) => (NOT_READING.test(e?.message ?? "") ? [`l${i}`] : []));
+    // a listen written to the server is open until the server ends it: it gets no answer at the end
+    const written = [...Array(count).keys()].filter((i) => !g.answers.has(`l${i}`)).length;
+    expect(refusedIds.length + written).toBe(count);
+    // before: all 40 were written (a listen was never checked against the bound once decided)
+    expect(written).toBeGreaterThan(0);
+    expect(written).toBeLessThanOrEqual(5);
+    expect(last?.error?.message).toMatch(NOT_READING);
+    expect(last?.error?.data?.error).toBe("server_unavailable");
+    expect(plain?.error?.message).toMatch(NOT_READING);
+    // each uri of a listen refused after its decision: its record closed, never forwarded
+    const events = await auditEvents(g.stateDir);
+    const forwarded = events.filter((e) => e.type === "request_forwarded");
+    expect(forwarded).toHaveLength(count);
+    const closed = events.filter((e) => e.type === "call_interrupted" && e.reason === "server_unavailable");
+    expect(closed.map((e) => e.requestId).sort()).toEqual([...refusedIds].sort());
+    for (const e of closed)
+      expect(e).toMatchObject({ outcome: "not_forwarded", method: "subscriptions/listen" });
   }, 60_000);
 
   it("is not sent the client's notifications past the bound: they are dropped and said once, not kept", async () => {
