@@ -77,7 +77,14 @@ function startGateway(env: Record<string, string> = {}, holdMs = 1000) {
   const exited = new Promise<void>((resolve) => gw.once("exit", () => resolve()));
   cleanup.push(
     async () => {
-      if (gw.exitCode === null && gw.signalCode === null) gw.kill("SIGKILL");
+      // SIGTERM first: the gateway ends its server on it (a SIGKILLed gateway leaves its deaf
+      // server running, an orphan, after a failed case); SIGKILL if it has not ended in 5 s
+      if (gw.exitCode === null && gw.signalCode === null) {
+        gw.kill("SIGTERM");
+        const late = setTimeout(() => gw.kill("SIGKILL"), 5000);
+        await exited;
+        clearTimeout(late);
+      }
       await exited;
     },
     () => removeDir(stateDir),
