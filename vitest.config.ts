@@ -16,6 +16,7 @@ const LONGEST_FIRST = [
   "test/gateway/lifecycle.test.ts", // 37 (estimated)
   "test/util/redact-unoptimized.test.ts", // 27 (estimated: 54 before its runs went from 8 to 5 MiB)
   "test/store/held-lock.test.ts", // 26 (estimated)
+  "test/gateway/deaf-server-bounds.test.ts", // 28 (five floods of 40-128 MiB, one after another)
   "test/gateway/client-habits.test.ts", // 20
   "test/onboard/drill.test.ts", // 19
   "test/gateway/races.property.test.ts", // 19
