@@ -11,19 +11,13 @@
 //   - the client's notifications were written whatever waited (128 MiB of them: +207 MB);
 //   - the answers to the server's own requests too, the client's as well as the gateway's own
 //     refusals of them (128 MiB of the client's answers: +137 MB; without end as it asks on).
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents } from "../helpers/approvals.js";
+import { MIB, rssMiB, startExhaustGateway } from "../helpers/exhaustGateway.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
-import { bundledFixture } from "../helpers/fixtureBundle.js";
-import { assertBuilt, hostEnv } from "../helpers/gateway.js";
-import { CLI, NODE, REPO } from "../helpers/paths.js";
-import { newStateDir } from "../helpers/state.js";
 
-const EXHAUST = bundledFixture(REPO, "exhaust") ?? join(REPO, "test", "fixtures", "servers", "exhaust.mjs");
-const MIB = 1024 * 1024;
 const NOT_READING = /not reading the requests sent to it/;
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -32,13 +26,6 @@ afterEach(async () => {
   cleanup = [];
 });
 
-interface Msg {
-  id?: unknown;
-  method?: string;
-  result?: { content?: { text?: string }[] };
-  error?: { code: number; message: string; data?: { error?: string } };
-}
-
 /**
  * The hold timeout of the cases whose requests are held until the catalog arrives, then decided
  * together: held past a 1 s timeout on a loaded machine, one was answered identity_pending in a
@@ -46,98 +33,12 @@ interface Msg {
  */
 const HELD_TOGETHER_MS = 5000;
 
-/** The gateway's resident memory, MiB. */
-function rssMiB(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return Number(m?.[1]) / 1024;
-}
-
-/** A gateway in front of the exhaust fixture, with a raw client on its stdio. */
+/** A gateway in front of the exhaust fixture, held calls waiting `holdMs` at most; its stderr collected. */
 function startGateway(env: Record<string, string> = {}, holdMs = 1000) {
-  assertBuilt();
-  const stateDir = newStateDir();
-  const gw: ChildProcessWithoutNullStreams = spawn(
-    NODE,
-    // a hold timeout of 1 s: a client that ends its input waits that long for the calls the
-    // server never answers, then the gateway ends
-    [
-      CLI,
-      "run",
-      "--state-dir",
-      stateDir,
-      "--label",
-      "deaf",
-      "--approval",
-      "none",
-      "--hold-timeout",
-      String(holdMs),
-    ].concat(["--", NODE, EXHAUST]),
-    { env: hostEnv(env), stdio: ["pipe", "pipe", "pipe"] },
+  return startExhaustGateway(
+    { label: "deaf", env, args: ["--hold-timeout", String(holdMs)], stderr: "collected" },
+    (end) => cleanup.push(end),
   );
-  const exited = new Promise<void>((resolve) => gw.once("exit", () => resolve()));
-  cleanup.push(
-    async () => {
-      // SIGTERM first: the gateway ends its server on it (a SIGKILLed gateway leaves its deaf
-      // server running, an orphan, after a failed case); SIGKILL if it has not ended in 5 s
-      if (gw.exitCode === null && gw.signalCode === null) {
-        gw.kill("SIGTERM");
-        const late = setTimeout(() => gw.kill("SIGKILL"), 5000);
-        await exited;
-        clearTimeout(late);
-      }
-      await exited;
-    },
-    () => removeDir(stateDir),
-  );
-  const answers = new Map<unknown, Msg>();
-  const requests: Msg[] = []; // the server's requests, as the client got them
-  let partial = "";
-  gw.stdout.setEncoding("utf8");
-  gw.stdout.on("data", (chunk: string) => {
-    const lines = (partial + chunk).split("\n");
-    partial = lines.pop() ?? "";
-    for (const line of lines) {
-      const m = JSON.parse(line) as Msg;
-      if (m.method !== undefined) {
-        if (m.id !== undefined) requests.push(m);
-      } else if (m.id !== undefined) answers.set(m.id, m);
-    }
-  });
-  let stderr = "";
-  gw.stderr.setEncoding("utf8");
-  gw.stderr.on("data", (s: string) => {
-    stderr += s;
-  });
-  const send = (m: object) => gw.stdin.write(`${JSON.stringify(m)}\n`);
-  const answer = (id: string, ms = 30_000) => waitFor(() => answers.get(id), ms, `the answer to ${id}`);
-  const call = (id: string, name: string, args: object = {}) => {
-    send({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } });
-    return answer(id);
-  };
-  const init = async () => {
-    send({
-      jsonrpc: "2.0",
-      id: "init",
-      method: "initialize",
-      params: {
-        protocolVersion: "2025-06-18",
-        capabilities: { roots: {} },
-        clientInfo: { name: "x", version: "1" },
-      },
-    });
-    await answer("init");
-    send({ jsonrpc: "2.0", method: "notifications/initialized" });
-    send({ jsonrpc: "2.0", id: "list", method: "tools/list" });
-    expect((await answer("list")).result).toBeDefined();
-  };
-  /** The client ends its input; resolves once the gateway has exited (it read everything before). */
-  const end = async () => {
-    const gone = new Promise<void>((resolve) => gw.once("exit", () => resolve()));
-    gw.stdin.end();
-    await gone;
-  };
-  const text = (m: Msg) => m.result?.content?.[0]?.text;
-  return { gw, stateDir, send, answer, call, init, end, text, answers, requests, stderr: () => stderr };
 }
 
 describe("a server that reads none of its stdin", () => {

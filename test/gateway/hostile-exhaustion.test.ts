@@ -12,19 +12,12 @@
 //     kept (1,000,000 junk lines: +214 MiB, without end);
 //   - a server that stops reading its stdin: every request the client sent after was kept for it
 //     (250 MiB of calls: +330 MiB, without end).
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { MIB, rssMiB, startExhaustGateway } from "../helpers/exhaustGateway.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
-import { bundledFixture } from "../helpers/fixtureBundle.js";
 import { floodProgress, serverHeld } from "../helpers/flood.js";
-import { assertBuilt, hostEnv } from "../helpers/gateway.js";
-import { CLI, NODE, REPO } from "../helpers/paths.js";
-import { newStateDir } from "../helpers/state.js";
-
-const EXHAUST = bundledFixture(REPO, "exhaust") ?? join(REPO, "test", "fixtures", "servers", "exhaust.mjs");
-const MIB = 1024 * 1024;
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -32,96 +25,9 @@ afterEach(async () => {
   cleanup = [];
 });
 
-interface Msg {
-  id?: unknown;
-  method?: string;
-  result?: { content?: { text?: string }[] };
-  error?: { code: number; message: string };
-}
-
-/** The gateway's resident memory, MiB. */
-function rssMiB(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return Number(m?.[1]) / 1024;
-}
-
-/** A gateway in front of the exhaust fixture, `args` added to its run flags. */
+/** A gateway in front of the exhaust fixture, `args` added to its run flags; its stderr read by nobody unless a case does. */
 function startGateway(env: Record<string, string> = {}, args: string[] = []) {
-  assertBuilt();
-  const stateDir = newStateDir();
-  const gw: ChildProcessWithoutNullStreams = spawn(
-    NODE,
-    [
-      CLI,
-      "run",
-      "--state-dir",
-      stateDir,
-      "--label",
-      "ex",
-      "--approval",
-      "none",
-      ...args,
-      "--",
-      NODE,
-      EXHAUST,
-    ],
-    { env: { ...hostEnv(), ...env }, stdio: ["pipe", "pipe", "pipe"] },
-  );
-  const exited = new Promise<void>((resolve) => gw.once("exit", () => resolve()));
-  cleanup.push(
-    async () => {
-      // SIGTERM first: the gateway ends its server on it (a SIGKILLed gateway leaves its deaf
-      // server running, an orphan, after a failed case); SIGKILL if it has not ended in 5 s
-      if (gw.exitCode === null && gw.signalCode === null) {
-        gw.kill("SIGTERM");
-        const late = setTimeout(() => gw.kill("SIGKILL"), 5000);
-        await exited;
-        clearTimeout(late);
-      }
-      await exited;
-    },
-    () => removeDir(stateDir),
-  );
-  const answers = new Map<unknown, Msg>();
-  const methods = new Map<string, number>();
-  const requests: Msg[] = []; // the server's requests, as the client got them
-  let partial = "";
-  gw.stdout.setEncoding("utf8");
-  gw.stdout.on("data", (chunk: string) => {
-    const lines = (partial + chunk).split("\n");
-    partial = lines.pop() ?? "";
-    for (const line of lines) {
-      const m = JSON.parse(line) as Msg;
-      if (m.method !== undefined) {
-        methods.set(m.method, (methods.get(m.method) ?? 0) + 1);
-        if (m.id !== undefined) requests.push(m);
-      } else if (m.id !== undefined) answers.set(m.id, { id: m.id, result: m.result, error: m.error });
-    }
-  });
-  const send = (m: object) => gw.stdin.write(`${JSON.stringify(m)}\n`);
-  const answer = (id: string, ms = 30_000) => waitFor(() => answers.get(id), ms, `the answer to ${id}`);
-  const call = (id: string, name: string, args: object = {}) => {
-    send({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } });
-    return answer(id);
-  };
-  const init = async () => {
-    send({
-      jsonrpc: "2.0",
-      id: "init",
-      method: "initialize",
-      params: {
-        protocolVersion: "2025-06-18",
-        capabilities: { roots: {} },
-        clientInfo: { name: "x", version: "1" },
-      },
-    });
-    await answer("init");
-    send({ jsonrpc: "2.0", method: "notifications/initialized" });
-    send({ jsonrpc: "2.0", id: "list", method: "tools/list" });
-    expect((await answer("list")).result).toBeDefined();
-  };
-  const text = (m: Msg) => m.result?.content?.[0]?.text;
-  return { gw, send, answer, call, init, text, answers, methods, requests };
+  return startExhaustGateway({ label: "ex", env, args, stderr: "left" }, (end) => cleanup.push(end));
 }
 
 describe("a hostile server", () => {
