@@ -7,8 +7,8 @@
 import { Agent } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents } from "../helpers/approvals.js";
-import { FLOOD, holdConnections, UNDER_FILE_LIMIT } from "../helpers/connectionFlood.js";
-import { removeDir } from "../helpers/files.js";
+import { FLOOD, floodTakenIn, holdConnections, UNDER_FILE_LIMIT } from "../helpers/connectionFlood.js";
+import { removeDir, waitFor } from "../helpers/files.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
 import { type Listener, startListener } from "./listen.js";
@@ -41,6 +41,10 @@ describe("run --listen under a flood of connections", () => {
     cleanup.push(() => {
       for (const s of flood) s.destroy();
     });
+    // every connection of the flood accepted (taken in or closed past the cap) before the client
+    // goes on: on a loaded machine the gateway could otherwise serve the client's whole exchange on
+    // its open connection before accepting the flood's 101st, and the cap was never reached
+    await floodTakenIn(l.port);
     // the session, its server and its catalog are all made while the flood holds its connections
     const init = await client(initializeBody());
     expect(init.status, init.body).toBe(200);
@@ -64,6 +68,11 @@ describe("run --listen under a flood of connections", () => {
     );
     expect(l.proc.exitCode, l.stderr()).toBeNull();
     // the cap is said, once, not once per connection refused
+    await waitFor(
+      () => /closed a connection as it was accepted/.test(l.stderr()),
+      10_000,
+      "the cap said on stderr",
+    );
     expect(l.stderr().match(/closed a connection as it was accepted/g) ?? [], l.stderr()).toHaveLength(1);
     expect(l.stderr()).not.toMatch(/EMFILE|uncaught/);
 
