@@ -86,7 +86,7 @@ export type StopReason = "locked" | "expired" | "signal" | "unreachable";
 /** Who asked a holder to lock (`{"op":"lock","by":…}`); anything else counts as `lock`. */
 export type LockedBy = "lock" | "unlock";
 
-/** How often a holder checks that its socket file is still its own. */
+/** How often a holder checks that its socket file is still its own, and its time (until) by the wall clock. */
 const SOCKET_CHECK_MS = 1000;
 
 /** The holder could not listen on its socket (another process holds the path): it holds nothing now. */
@@ -200,6 +200,15 @@ export async function runHolder(o: HolderOptions): Promise<{ stop(reason: StopRe
     o.onStop?.(reason, lockedBy);
   };
 
+  /**
+   * Whether `until` has passed by the wall clock. The expiry timer counts the process's monotonic
+   * time, which stands still while the machine sleeps (macOS, and Linux's CLOCK_MONOTONIC): an
+   * `unlock --for 1h` before a night's suspend would release for up to an hour the next morning,
+   * while `vault list` said it had locked at the time given. So every answer, and the check
+   * each second, compare the time now with `until` as the human was told it.
+   */
+  const pastUntil = (): boolean => Date.now() >= o.until.getTime();
+
   const httpHosts = (): string[] =>
     [...held.values()].filter((v) => v.deliver === "http").flatMap((v) => v.hosts);
 
@@ -226,6 +235,11 @@ export async function runHolder(o: HolderOptions): Promise<{ stop(reason: StopRe
 
   const answer = async (req: Record<string, unknown>, socket: Socket): Promise<Record<string, unknown>> => {
     if (locking) return { ok: false, error: "locked" };
+    if (pastUntil()) {
+      // the timer has not fired yet, but --until has passed by the wall clock (see pastUntil)
+      stop("expired");
+      return { ok: false, error: "locked" };
+    }
     switch (req.op) {
       case "status":
         return {
@@ -379,7 +393,8 @@ export async function runHolder(o: HolderOptions): Promise<{ stop(reason: StopRe
   // A holder whose socket file was removed or replaced can be reached by no gateway and no
   // `lock`: it locks itself rather than hold the secrets for nothing.
   watch = setInterval(() => {
-    if (!locking && socketFile() !== own) stop("unreachable");
+    if (pastUntil()) stop("expired");
+    else if (!locking && socketFile() !== own) stop("unreachable");
   }, SOCKET_CHECK_MS);
   return { stop };
 }
