@@ -1,9 +1,11 @@
+import { safeText } from "../catalog/text.js";
 import { commandLineServer, type ServerConfig } from "../config/config.js";
 import { remoteUrlProblem } from "../config/remote.js";
 import { quotedCommand } from "../store/stateDir.js";
 import { RemoteSupervisor } from "../supervisor/remote.js";
 import { headerScopes, parseHeaderFlag, parseHeaderSecretFlag } from "../supervisor/remoteHeaders.js";
 import type { Logger } from "../util/log.js";
+import { isSecretQueryParameter } from "../util/redact/urlQueries.js";
 import { isSecretName } from "../util/redact.js";
 import { shellWord } from "../util/shellWord.js";
 import { askHolder } from "../vault/holder.js";
@@ -60,6 +62,28 @@ export function applyRemoteFlags(
     remote.headers = remote.headers.filter((x) => x.name.toLowerCase() !== h.name.toLowerCase()).concat(h);
   }
   server.credentials = { ...server.credentials, ...headerScopes(remote.headers) };
+  // said where the host keeps the gateway's stderr, in the form of the gateway's own warnings
+  for (const text of headerFlags) {
+    const h = parseHeaderFlag(text);
+    if (typeof h === "string" || !("value" in h)) continue;
+    const warning = credentialOnCommandLine(h.name, h.value, remote.url);
+    if (warning) process.stderr.write(`portcullis[${safeText(server.label)}]: warning: ${warning}\n`);
+  }
+}
+
+/**
+ * The warning for a `--header` whose value is taken for a credential, by the rule a URL's query
+ * parameter is refused by (a secret-like name, a name ending in `key`, or a value that looks
+ * generated), or none. The value is scrubbed from all the server says and redacted from every
+ * record, but it is on the gateway's command line all the same: `ps` shows it to every user of the
+ * machine while the gateway runs, and the host's configuration keeps it. Said, not refused:
+ * `--header 'Name: value'` is the documented way to send a fixed header. Names the header and the
+ * URL's host, never the value.
+ */
+function credentialOnCommandLine(name: string, value: string, url: string): string | null {
+  if (!isSecretQueryParameter(name, value)) return null;
+  const host = safeText(new URL(url).hostname);
+  return `--header ${JSON.stringify(name)} looks like a credential, and its value is on this gateway's command line, where every user of this machine can read it (ps) while it runs, and in the configuration that starts it; store it in the vault (portcullis vault set NAME --host ${host}) and send it with --header-secret '${name}=NAME' (or '${name}: Bearer {}=NAME') instead`;
 }
 
 /** The link to a remote server; header secrets are asked of the vault holder at each request. */
