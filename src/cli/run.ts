@@ -161,6 +161,7 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   const wanted = stateDirPath(values["state-dir"]);
   if (absent(wanted)) throw (await serveModule()).noKeyring(wanted);
   const stateDir = resolveStateDir(values["state-dir"]);
+  if (server.remote) (await remoteModule()).sayCredentialHeaders(server, values.header ?? [], stateDir);
   const listen =
     server.listen !== undefined ||
     server.listenTokenFile !== undefined ||

@@ -62,11 +62,17 @@ export function applyRemoteFlags(
     remote.headers = remote.headers.filter((x) => x.name.toLowerCase() !== h.name.toLowerCase()).concat(h);
   }
   server.credentials = { ...server.credentials, ...headerScopes(remote.headers) };
-  // said where the host keeps the gateway's stderr, in the form of the gateway's own warnings
+}
+
+/**
+ * Says, as a warning of the gateway's (on stderr, where the host keeps its log), each `--header`
+ * (applyRemoteFlags has taken them) whose value is taken for a credential (credentialOnCommandLine).
+ */
+export function sayCredentialHeaders(server: ServerConfig, headerFlags: string[], stateDir: string): void {
   for (const text of headerFlags) {
     const h = parseHeaderFlag(text);
     if (typeof h === "string" || !("value" in h)) continue;
-    const warning = credentialOnCommandLine(h.name, h.value, remote.url);
+    const warning = credentialOnCommandLine(h.name, h.value, server.remote!.url, stateDir);
     if (warning) process.stderr.write(`portcullis[${safeText(server.label)}]: warning: ${warning}\n`);
   }
 }
@@ -80,10 +86,11 @@ export function applyRemoteFlags(
  * `--header 'Name: value'` is the documented way to send a fixed header. Names the header and the
  * URL's host, never the value.
  */
-function credentialOnCommandLine(name: string, value: string, url: string): string | null {
+function credentialOnCommandLine(name: string, value: string, url: string, stateDir: string): string | null {
   if (!isSecretQueryParameter(name, value)) return null;
-  const host = safeText(new URL(url).hostname);
-  return `--header ${JSON.stringify(name)} looks like a credential, and its value is on this gateway's command line, where every user of this machine can read it (ps) while it runs, and in the configuration that starts it; store it in the vault (portcullis vault set NAME --host ${host}) and send it with --header-secret '${name}=NAME' (or '${name}: Bearer {}=NAME') instead`;
+  // the host as `vault set --host` must name it for this URL: its port too, when not the default
+  const store = quotedCommand(`vault set NAME --host ${shellWord(new URL(url).host)}`, stateDir);
+  return `--header ${JSON.stringify(name)} looks like a credential, and its value is on this gateway's command line, where every user of this machine can read it (ps) while it runs, and in the configuration that starts it; store it in the vault (${safeText(store)}) and send it with --header-secret '${name}=NAME' (or '${name}: Bearer {}=NAME') instead`;
 }
 
 /** The link to a remote server; header secrets are asked of the vault holder at each request. */

@@ -45,7 +45,7 @@ describe("a credential given with run --url --header", () => {
     expect(cmdline).toContain(VALUE);
     expect(warned(gw.stderr())).toEqual(["Authorization"]);
     expect(gw.stderr()).toContain("--header-secret 'Authorization=NAME'");
-    expect(gw.stderr()).toContain("portcullis vault set NAME --host 127.0.0.1");
+    expect(gw.stderr()).toContain(`portcullis vault set NAME --host 127.0.0.1:${server.port}`);
     expect(gw.stderr()).not.toContain(VALUE);
   });
 
