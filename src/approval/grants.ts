@@ -230,6 +230,13 @@ export function liveSessionGrants(db: Store, run: string, serverLabel: string): 
 export interface ActiveGrant extends GrantRecord {
   /** false when the gateway serving the run is provably gone without ending it: the grant can no longer be used */
   runAlive: boolean;
+  /**
+   * The epoch that the gateway which minted the grant's epoch serves now, as its status row says;
+   * null when no row says (an ended gateway, a store without the row). Another epoch than the
+   * grant's means new code runs behind it: the grant covers none of its calls, and ends at the
+   * run's next call that needs an approval (step 2). Shown, never decided on.
+   */
+  serverEpoch: string | null;
 }
 
 /** Grants that can still cover a call: session grants not revoked, not ended, of runs not ended. */
@@ -237,7 +244,9 @@ export function activeGrants(db: Store): ActiveGrant[] {
   const rows = db
     .prepare(
       `SELECT g.*, r.gateway_pid AS gateway_pid, r.gateway_pid_start AS gateway_pid_start,
-              r.gateway_pid_ns AS gateway_pid_ns, r.gateway_boot AS gateway_boot
+              r.gateway_pid_ns AS gateway_pid_ns, r.gateway_boot AS gateway_boot,
+              (SELECT gw.epoch FROM epochs e JOIN gateways gw ON gw.gateway_id = e.gateway_id
+                WHERE e.epoch = g.execution_epoch AND gw.ended_at IS NULL) AS server_epoch
        FROM grants g JOIN runs r ON r.run = g.agent_run
        WHERE g.mode = 'session' AND g.revoked_at IS NULL AND g.ended_at IS NULL AND r.ended_at IS NULL
        ORDER BY g.issued_at, g.grant_id`,
@@ -247,9 +256,11 @@ export function activeGrants(db: Store): ActiveGrant[] {
     gateway_pid_start: string | null;
     gateway_pid_ns: string | null;
     gateway_boot: string | null;
+    server_epoch: unknown;
   })[];
   return rows.map((r) => ({
     ...toGrantRecord(r),
+    serverEpoch: typeof r.server_epoch === "string" ? r.server_epoch : null,
     // as RunRow.gatewayAlive: a gateway this process cannot judge (another PID namespace) may use it
     runAlive:
       processLiveness({

@@ -341,12 +341,25 @@ function lookAlikeWarning(name: string): string[] {
   return isPlainAscii(name) ? [] : [`             ! ${NOT_ASCII_NOTE}`];
 }
 
+/**
+ * A grant of an epoch its server no longer runs: listed until the run's next call ends it (step 2
+ * ends stale grants lazily), but covering nothing of the new code, which the human reading the
+ * list must not take for approved.
+ */
+function epochMovedOn(g: ActiveGrant): string[] {
+  if (g.serverEpoch === null || g.serverEpoch === g.executionEpoch) return [];
+  return [
+    `  ! the server now runs epoch ${safeText(g.serverEpoch)}: this grant covers none of its calls, and ends at the run's next call that needs an approval`,
+  ];
+}
+
 /** One grant, on a few lines. */
 export function renderGrant(g: ActiveGrant, notHonouredBecause: string | null = null): string {
   const tools = g.toolScope.map((s) => `${displayName(s.name)} (${s.fingerprint.slice(0, 19)}…)`).join(", ");
   return [
     `grant ${g.grant}  ${g.mode}  until ${g.expiresWhen}${g.runAlive ? "" : "  (its gateway is gone: unusable)"}`,
     ...(notHonouredBecause !== null ? [`  ${notHonoured(notHonouredBecause)}`] : []),
+    ...epochMovedOn(g),
     `  run ${g.agentRun}  server ${safeText(g.serverLabel)}  epoch ${g.executionEpoch}  catalog revision ${g.catalogRevision}`,
     `  tools ${tools}`,
     `  credentials ${g.credentialScope.length ? g.credentialScope.map(safeText).join(", ") : "(none)"}`,

@@ -559,6 +559,7 @@ function listGrants(db: Store, stateDir: string, json: boolean): number {
       const why = refused.get(g.grant) ?? null;
       return {
         ...publicGrant(g),
+        serverEpoch: g.serverEpoch,
         catalogRevision: g.catalogRevision,
         approvedBy: g.approvedBy,
         request: g.request,
