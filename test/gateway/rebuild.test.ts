@@ -7,6 +7,7 @@ import { childrenOf, waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway, startInventory } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
 import { makeProject, type Project, type Revision } from "../helpers/project.js";
+import { gatewayRow } from "../helpers/status.js";
 
 interface StatusRow {
   serverLabel: string;
@@ -23,7 +24,14 @@ interface StatusRow {
   status: { line: string }[];
 }
 
-async function status(stateDir: string): Promise<StatusRow[]> {
+/**
+ * `status --json`'s gateways; with `after`, once the row shows another epoch than that one. The
+ * row is written as an epoch comes up, or, when the store was busy then, at the next heartbeat
+ * (5 s): a server answering from the new code is no sign that status shows its epoch yet.
+ */
+async function status(stateDir: string, after?: string): Promise<StatusRow[]> {
+  if (after !== undefined)
+    await gatewayRow(stateDir, (r) => r.epoch !== after, `the row to show an epoch after ${after}`, 15_000);
   const r = await runCli(["status", "--json"], { stateDir });
   expect(r.code).toBe(0);
   return (JSON.parse(r.stdout) as { gateways: StatusRow[] }).gateways;
@@ -106,7 +114,7 @@ describe("rebuilds at the supervision layer", () => {
       "an answer from revision C",
     );
     expect(after.pid).not.toBe(first.pid);
-    const [row2] = await status(gw.stateDir!);
+    const [row2] = await status(gw.stateDir!, row!.epoch);
     expect(row2!.epoch).not.toBe(row!.epoch);
     expect(row2!.record.identityDigest).not.toBe(row!.record.identityDigest);
     const revisionsAfter = await runCli(["catalog", "list", "inventory", "--json"], {
@@ -227,7 +235,7 @@ describe("crashes", () => {
     await gw.waitForStderr(/new execution epoch: .*respawn/, 10_000);
     const after = await waitFor(() => readStatus(gw).catch(() => null), 10_000, "the respawned server");
     expect(after.pid).not.toBe(first.pid);
-    const [row2] = await status(gw.stateDir!);
+    const [row2] = await status(gw.stateDir!, row!.epoch);
     expect(row2!.epoch).not.toBe(row!.epoch);
   });
 });
@@ -272,12 +280,13 @@ describe("the watched files follow the code that runs", () => {
     const other = secondEntry(project, "C");
     const gw = await start(project, ["--on-change", "restart"], [project.wrapper]);
     expect((await readStatus(gw)).revision).toBe("B");
+    const before = await gatewayRow(gw.stateDir!, (r) => r.epoch !== null, "the row to show B's epoch");
 
     other.retargetWrapper();
     await gw.waitForStderr(/build complete: scripts\/start\.sh changed/, 10_000);
     await gw.waitForStderr(/new execution epoch: .*; restart\)/, 15_000);
     await revisionBecomes(gw, "C");
-    const [row] = await status(gw.stateDir!);
+    const [row] = await status(gw.stateDir!, before.epoch!);
     expect(row!.record.entry!.path).toBe("dist/other.js");
 
     // The entry that no longer runs is edited first, then the one that runs now.

@@ -12,6 +12,7 @@ import { removeDir, waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import type { Revision } from "../helpers/project.js";
+import { gatewayRow } from "../helpers/status.js";
 
 interface StatusRow {
   epoch: string;
@@ -21,7 +22,14 @@ interface StatusRow {
   };
 }
 
-async function status(stateDir: string): Promise<StatusRow> {
+/**
+ * `status --json`'s gateway; with `after`, once its row shows another epoch than that one. The row
+ * is written as an epoch comes up, or, when the store was busy then, at the next heartbeat (5 s):
+ * a server answering from the new code is no sign that status shows its epoch yet.
+ */
+async function status(stateDir: string, after?: string): Promise<StatusRow> {
+  if (after !== undefined)
+    await gatewayRow(stateDir, (r) => r.epoch !== after, `the row to show an epoch after ${after}`, 15_000);
   const r = await runCli(["status", "--json"], { stateDir });
   expect(r.code).toBe(0);
   return (JSON.parse(r.stdout) as { gateways: StatusRow[] }).gateways[0]!;
@@ -135,7 +143,7 @@ describe("a workspace package linked into node_modules", () => {
       15_000,
       "an answer from revision B",
     );
-    const after = await status(gw.stateDir!);
+    const after = await status(gw.stateDir!, before.epoch);
     expect(after.epoch).not.toBe(before.epoch);
     expect(after.record.identityDigest).not.toBe(before.record.identityDigest);
   });

@@ -10,6 +10,7 @@ import { captureStaticIdentity, DigestCache, watchedPaths } from "../../src/iden
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
+import { gatewayRow } from "../helpers/status.js";
 import { makeProject as makeBareProject, put, removeDir, specFor, tempDir } from "./fixtures.js";
 
 type Gateway = Awaited<ReturnType<typeof startGateway>>;
@@ -48,7 +49,19 @@ async function startWithInclude(project: Project, include: string[]): Promise<Ga
   return gw;
 }
 
-async function gatewayOf(gw: Gateway): Promise<{ epoch: string; inputs: Inputs }> {
+/**
+ * The gateway's epoch and identity inputs as `status --json` shows them, once its row shows an
+ * epoch (with `after`, another than that one). The row is written as an epoch comes up, or, when
+ * the store was busy then, at the next heartbeat (5 s): read once right after the "new execution
+ * epoch" line, a loaded machine's status could still show the epoch before.
+ */
+async function gatewayOf(gw: Gateway, after?: string): Promise<{ epoch: string; inputs: Inputs }> {
+  await gatewayRow(
+    gw.stateDir!,
+    (r) => r.epoch !== null && r.epoch !== after,
+    after === undefined ? "the row to show an epoch" : `the row to show an epoch after ${after}`,
+    15_000,
+  );
   const status = JSON.parse((await runCli(["status", "--json"], { stateDir: gw.stateDir })).stdout) as {
     gateways: { epoch: string; record: { identityInputs: Inputs } }[];
   };
@@ -75,7 +88,7 @@ describe("identity.include through symbolic links", () => {
     // an edit of the linked file's target (where the link leads, not the link)
     put(project.dir, "available/fresh.js", "export default 'fresh 2';\n");
     await gw.waitForStderr(/new execution epoch: .*restart/, 15_000);
-    const second = await gatewayOf(gw);
+    const second = await gatewayOf(gw, first.epoch);
     expect(second.epoch).not.toBe(first.epoch);
     expect(second.inputs.sha256).not.toBe(first.inputs.sha256);
 
@@ -83,7 +96,7 @@ describe("identity.include through symbolic links", () => {
     const from = gw.stderr().length;
     put(project.dir, "releases/v1/tool.js", "export default 'tool 2';\n");
     await gw.waitForStderr(/new execution epoch: .*restart/, 15_000, from);
-    expect((await gatewayOf(gw)).epoch).not.toBe(second.epoch);
+    expect((await gatewayOf(gw, second.epoch)).epoch).not.toBe(second.epoch);
   });
 
   it("links to directories are followed once: a link back up the tree is not walked, a dangling link is named", async () => {
@@ -144,7 +157,7 @@ describe("identity.include changed through a hard link", () => {
 
     await gw.waitForStderr(/build complete: .*plugins\/fresh\.js.* changed/, 15_000);
     await gw.waitForStderr(/new execution epoch: .*restart/, 15_000);
-    const after = await gatewayOf(gw);
+    const after = await gatewayOf(gw, before.epoch);
     expect(after.epoch).not.toBe(before.epoch);
     expect(after.inputs.sha256).not.toBe(before.inputs.sha256);
   });

@@ -12,6 +12,7 @@ import { runCli, startGateway } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { newStateDir } from "../helpers/state.js";
+import { gatewayRow } from "../helpers/status.js";
 import { makeProject as makeBareProject, put, specFor } from "./fixtures.js";
 
 type Gateway = Awaited<ReturnType<typeof startGateway>>;
@@ -69,6 +70,9 @@ async function callsThenPluginChange(gw: Gateway, stateDir: string, plugin: stri
   const line = await gw.waitForStderr(/build complete: .* changed/, 15_000);
   expect(line).toContain("plugin.js");
   await gw.waitForStderr(/new execution epoch: .*restart/, 15_000);
+  // the row is written as the epoch comes up, or at the next heartbeat when the store was busy:
+  // status may show the epoch before for a moment after the line
+  await gatewayRow(stateDir, (r) => r.epoch !== first.epoch, "the row to show the plugin's epoch", 15_000);
   expect((await statusOf(gw)).epoch).not.toBe(first.epoch);
 
   const err = gw.stderr();
