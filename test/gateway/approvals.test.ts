@@ -11,6 +11,7 @@ import { runCli, startInventory } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
 import { makeProject, type Project } from "../helpers/project.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
+import { gatewayRow } from "../helpers/status.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -92,6 +93,9 @@ describe("the seed's six-step rebuild test", () => {
         .catch((e) => e),
     );
     expect(stale.code).toBe(-32051);
+    // the row shows the new epoch as it comes up, or at the next heartbeat when the store was busy
+    // then: the refusal is no sign that it was written yet
+    await gatewayRow(stateDir, (r) => r.epoch !== epochA, "the row to show B's epoch", 15_000);
     const epochB = await epochOf(stateDir);
     expect(epochB).not.toBe(epochA);
     expect(stale.data).toMatchObject({

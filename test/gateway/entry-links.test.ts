@@ -9,6 +9,7 @@ import { waitFor } from "../helpers/files.js";
 import { runCli, type Session, startInventory } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
 import { makeProject, type Project, type Revision } from "../helpers/project.js";
+import { gatewayRow } from "../helpers/status.js";
 
 interface StatusRow {
   epoch: string;
@@ -19,7 +20,14 @@ interface StatusRow {
   };
 }
 
-async function status(stateDir: string): Promise<StatusRow> {
+/**
+ * `status --json`'s gateway; with `after`, once its row shows another epoch than that one. The row
+ * is written as an epoch comes up, or, when the store was busy then, at the next heartbeat (5 s):
+ * a server answering from the new build is no sign that status shows its epoch yet.
+ */
+async function status(stateDir: string, after?: string): Promise<StatusRow> {
+  if (after !== undefined)
+    await gatewayRow(stateDir, (r) => r.epoch !== after, `the row to show an epoch after ${after}`, 15_000);
   const r = await runCli(["status", "--json"], { stateDir });
   expect(r.code).toBe(0);
   return (JSON.parse(r.stdout) as { gateways: StatusRow[] }).gateways[0]!;
@@ -94,7 +102,9 @@ describe("a symlinked entry", () => {
     await gw.waitForStderr(/build complete: current(, current\/server\.js)? changed/, 10_000);
     await gw.waitForStderr(RESTARTED, 15_000);
     await revisionBecomes(gw, "C");
-    expect((await status(gw.stateDir!)).record.identityDigest).not.toBe(before.record.identityDigest);
+    expect((await status(gw.stateDir!, before.epoch)).record.identityDigest).not.toBe(
+      before.record.identityDigest,
+    );
 
     // the release now linked is the one watched
     const from = gw.stderr().length;
@@ -122,7 +132,7 @@ describe("node . with package.json main", () => {
     await gw.waitForStderr(/build complete: package\.json changed/, 10_000);
     await gw.waitForStderr(RESTARTED, 15_000);
     await revisionBecomes(gw, "C");
-    const after = await status(gw.stateDir!);
+    const after = await status(gw.stateDir!, before.epoch);
     expect(after.record.entry!.path).toBe("dist2/server.js");
     expect(after.record.identityDigest).not.toBe(before.record.identityDigest);
     expect(after.epoch).not.toBe(before.epoch);

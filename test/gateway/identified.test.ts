@@ -10,6 +10,7 @@ import { waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
+import { gatewayRow } from "../helpers/status.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -49,6 +50,14 @@ describe("server_identified", () => {
       await gw.client.listTools();
       await gw.client.callTool({ name: "echo", arguments: { message: "x" } });
 
+      // the row gets the completed record as the server answers, or at the next heartbeat when the
+      // store was busy then: waited for (a row that never shows it fails below)
+      await gatewayRow(
+        stateDir,
+        (r) => (r.record?.processes.length ?? 0) >= 2,
+        "the row to hold the completed record",
+        15_000,
+      ).catch(() => null);
       const status = await runCli(["status", "--json", "--state-dir", stateDir]);
       const row = (JSON.parse(status.stdout).gateways as Row[])[0]!;
       const events = await auditEvents(stateDir);

@@ -67,6 +67,11 @@ describe("rebuilds at the supervision layer", () => {
     const gw = await start(project);
     const before = await readStatus(gw);
     expect(before.revision).toBe("A");
+    // the row says ready as the catalog is verified, or at the next heartbeat when the store was
+    // busy then: an answer is no sign that it was written yet
+    await gatewayRow(gw.stateDir!, (r) => r.state === "ready", "the row to say ready", 15_000).catch(
+      () => null,
+    );
     const [row] = await status(gw.stateDir!);
     const epoch = row!.epoch;
     expect(row!.state).toBe("ready");
