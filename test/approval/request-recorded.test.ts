@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { AuditLog } from "../../src/audit/log.js";
 import { auditSink } from "../../src/gateway/auditSink.js";
 import type { Store } from "../../src/store/db.js";
+import { waitFor } from "../helpers/files.js";
 import { holdStoreLock } from "../helpers/lock.js";
 import {
   callOf,
@@ -46,6 +47,10 @@ describe("a new approval request", () => {
     });
     const got = auth.obtain(callOf(publishPreview, A));
     try {
+      // the human is told once the request is stored, by a group of the sink a turn or more later:
+      // waited for (a fixed 100 ms could run out first on a loaded machine), then held past the
+      // connection's 50 ms busy timeout while the sink writes
+      await waitFor(() => held, 10_000, "the human to be told of the request");
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(held).toBe(true);
     } finally {
