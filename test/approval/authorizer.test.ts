@@ -429,7 +429,9 @@ describe("waiting for a human", () => {
     const messages: string[] = [];
     const p = auth.obtain(callOf(publishPreview, A), { progress: (m) => messages.push(m) });
     const req = await pendingOf(other, run);
-    await new Promise((r) => setTimeout(r, 250));
+    // told every 40 ms while it waits: three such messages waited for (a fixed 250 ms held fewer
+    // when the process stalled in the middle of it, its polls coming late together)
+    await waitFor(() => messages.length >= 3, 10_000, "three progress messages");
     decideRequest(other, req.request, { approve: true, for: "session" }, "test", signer());
     await p;
     expect(messages.length).toBeGreaterThanOrEqual(3);
