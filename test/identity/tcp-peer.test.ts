@@ -6,6 +6,7 @@ import { spawn } from "node:child_process";
 import { connect, createServer, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { pidOfTcpPeer, procNetEnds, tcpPeerUid } from "../../src/identity/proc.js";
+import { waitFor } from "../helpers/files.js";
 import { NODE } from "../helpers/paths.js";
 
 let cleanup: (() => void)[] = [];
@@ -53,7 +54,10 @@ describe("the other end of a loopback connection", () => {
       );
       cleanup.push(() => other.kill("SIGKILL"));
       await new Promise<void>((r) => other.stdout!.once("data", () => r()));
-      await new Promise((r) => setTimeout(r, 50));
+      // a client's connect is no sign that this process's server has accepted it yet
+      await waitFor(() => accepted.length >= 2, 10_000, "the server to accept both clients").catch(
+        () => null,
+      );
       expect(accepted).toHaveLength(2);
       const peerOf = (s: Socket) =>
         pidOfTcpPeer(
@@ -83,7 +87,10 @@ describe("the other end of a loopback connection", () => {
       cleanup.push(() => c.destroy());
       await new Promise<void>((r) => c.once("connect", () => r()));
     }
-    await new Promise((r) => setTimeout(r, 50));
+    // a client's connect is no sign that the server has accepted it yet
+    await waitFor(() => accepted.length >= 3, 10_000, "the server to accept the three clients").catch(
+      () => null,
+    );
     expect(accepted).toHaveLength(3);
     const ends = (s: Socket) =>
       [
