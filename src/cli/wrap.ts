@@ -170,7 +170,6 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
   const doctor = `portcullis doctor${dir}`.includes("'")
     ? `"portcullis doctor${dir}"`
     : `'portcullis doctor${dir}'`;
-  const files = targets(name, positionals[0], process.cwd());
   const only = values.servers
     ?.split(",")
     .map((s) => s.trim())
@@ -181,6 +180,10 @@ export async function wrapCommand(name: "wrap" | "unwrap", args: string[]): Prom
       "wrap: --servers names no server; give the server keys separated by commas (--servers a,b), or leave it out for every server.",
     );
   const labels = labelOptions(values.label ?? []);
+  // The flags' own mistakes are said before the host files are looked for: found after, a
+  // malformed --label or an empty --servers run where no host file is was answered "no
+  // claude-code configuration found", and fixing that only led to the typo.
+  const files = targets(name, positionals[0], process.cwd());
   const launcher = {
     node: process.execPath,
     cli: fileURLToPath(new URL("./main.cjs", import.meta.url)),
