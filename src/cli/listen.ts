@@ -354,6 +354,15 @@ function openSession(
   };
 }
 
+/** run's flags that shape an HTTP front. */
+interface ListenFlags {
+  listen?: string;
+  "listen-token-file"?: string;
+  "no-auth"?: boolean;
+  "listen-max-sessions"?: string;
+  "listen-idle-timeout"?: string;
+}
+
 /**
  * The listen settings from the flags and the server's configuration, or null for stdio. Every
  * problem is a usage error naming the flag or the key.
@@ -361,14 +370,42 @@ function openSession(
 export function listenSettings(
   server: ServerConfig,
   stateDir: string,
-  values: {
-    listen?: string;
-    "listen-token-file"?: string;
-    "no-auth"?: boolean;
-    "listen-max-sessions"?: string;
-    "listen-idle-timeout"?: string;
-  },
+  values: ListenFlags,
 ): ListenSettings | null {
+  const shape = listenShape(server, values);
+  if (shape === null) return null;
+  const { noAuth, ...front } = shape;
+  if (noAuth) return { ...front, token: null, tokenPath: null };
+  // a file of the configuration's is named by its key there, as every problem of the file is
+  const configFile = safeText(String(server.configFile));
+  try {
+    const flag = values["listen-token-file"];
+    const { token, path } =
+      flag === undefined && server.listenTokenFile !== undefined
+        ? loadToken(
+            stateDir,
+            server.label,
+            server.listenTokenFile,
+            `listenTokenFile of "${server.label}" in ${configFile} (${safeText(server.listenTokenFile)})`,
+          )
+        : loadToken(stateDir, server.label, flag);
+    return { ...front, token, tokenPath: path };
+  } catch (e) {
+    if (e instanceof TokenFileError) throw new UsageError(`run: ${e.message}.`);
+    throw e;
+  }
+}
+
+/** The front as the flags and the configuration give it, before any token is read. */
+type ListenShape = Omit<ListenSettings, "token" | "tokenPath"> & { noAuth: boolean };
+
+/**
+ * What the flags and the configuration say of the front, checked without the state directory
+ * (the token, read from a file in it or named, is listenSettings' to load). run asks it before
+ * it looks for the keyring, so that a mistake in these flags is said first: `run --listen 8080`
+ * in a new state directory was answered "no keyring", and `init` then only led to the typo.
+ */
+export function listenShape(server: ServerConfig, values: ListenFlags): ListenShape | null {
   const text = values.listen ?? server.listen;
   // Paths are written escaped (safeText): a directory's name may hold a newline, an ESC or a bidi
   // override, and these sentences reach the listening line, the store's status line and doctor.
@@ -414,32 +451,9 @@ export function listenSettings(
       server.listenTokenFile !== undefined
         ? `the listenTokenFile of "${server.label}" in ${configFile} is not used (--no-auth)`
         : undefined;
-    return {
-      address,
-      token: null,
-      tokenPath: null,
-      maxSessions,
-      idleTimeoutMs,
-      ...(setAside ? { setAside } : {}),
-    };
+    return { address, maxSessions, idleTimeoutMs, noAuth: true, ...(setAside ? { setAside } : {}) };
   }
-  try {
-    const flag = values["listen-token-file"];
-    // a file of the configuration's is named by its key there, as every problem of the file is
-    const { token, path } =
-      flag === undefined && server.listenTokenFile !== undefined
-        ? loadToken(
-            stateDir,
-            server.label,
-            server.listenTokenFile,
-            `listenTokenFile of "${server.label}" in ${configFile} (${safeText(server.listenTokenFile)})`,
-          )
-        : loadToken(stateDir, server.label, flag);
-    return { address, token, tokenPath: path, maxSessions, idleTimeoutMs };
-  } catch (e) {
-    if (e instanceof TokenFileError) throw new UsageError(`run: ${e.message}.`);
-    throw e;
-  }
+  return { address, maxSessions, idleTimeoutMs, noAuth: false };
 }
 
 /**

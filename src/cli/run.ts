@@ -156,18 +156,19 @@ export async function runCommand(args: string[], internals: RunInternals = {}): 
   if (auditArguments) server.audit = { arguments: auditArguments };
   if (maxMessageBytes !== undefined) server.maxMessageBytes = maxMessageBytes;
 
+  const listens =
+    server.listen !== undefined ||
+    server.listenTokenFile !== undefined ||
+    LISTEN_FLAGS.some((f) => values[f] !== undefined);
+  // the front's flags are checked before the keyring is looked for, as every other flag is above
+  if (listens) (await listenModule()).listenShape(server, values);
   // a state directory that does not exist has no keyring: refused as serve refuses one without,
   // before it is made (a mistyped --state-dir left behind, empty, read later as set up)
   const wanted = stateDirPath(values["state-dir"]);
   if (absent(wanted)) throw (await serveModule()).noKeyring(wanted);
   const stateDir = resolveStateDir(values["state-dir"]);
   if (server.remote) (await remoteModule()).sayCredentialHeaders(server, values.header ?? [], stateDir);
-  const listen =
-    server.listen !== undefined ||
-    server.listenTokenFile !== undefined ||
-    LISTEN_FLAGS.some((f) => values[f] !== undefined)
-      ? (await listenModule()).listenSettings(server, stateDir, values)
-      : null;
+  const listen = listens ? (await listenModule()).listenSettings(server, stateDir, values) : null;
   // a launched server is observed through /proc: refused where that /proc is not this process's
   // own namespace's (deny first: its epochs would name another process)
   if (!server.remote) {
