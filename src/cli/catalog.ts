@@ -53,6 +53,10 @@ export async function catalogCommand(args: string[]): Promise<number> {
   // a refusal names the subcommand it is about, as vault's and audit's do
   const named = catalogSubcommand(args);
   const { values, positionals } = parse(named ? `catalog ${named}` : "catalog", args, options);
+  // a word that is no subcommand is refused with --help too, as audit and vault refuse it: `catalog
+  // lsit --help` printed the help, exit 0, as if the word were one
+  if (positionals.length > 0 && named === null)
+    throw new UsageError(`${unknownSubcommand("catalog", positionals[0]!, CATALOG_SUBCOMMANDS)}.`);
   if (values.help || positionals.length === 0) {
     process.stdout.write(`${CATALOG_HELP}\n`);
     if (!values.help) missingSubcommand("catalog", CATALOG_SUBCOMMANDS);

@@ -13,6 +13,7 @@ import {
   repeated,
   shownWord,
   unexpectedArguments,
+  unknownSubcommand,
 } from "./args.js";
 import { EXIT_USAGE, missingSubcommand, UsageError } from "./errors.js";
 import { GATEWAY_V8_FLAGS } from "./gatewayFlags.js";
@@ -239,6 +240,18 @@ for (const name of ["approvals", "approve", "deny", "grants", "revoke"] as const
   };
 }
 
+/**
+ * The command groups' subcommands, which name a failure with the group (README, "Commands"), and
+ * `help GROUP SUBCOMMAND` is that subcommand's help. Declared above the module's own call of main
+ * (below), whose first steps run before any declaration after that call.
+ */
+const GROUPS: Record<string, readonly string[]> = {
+  audit: ["verify", "export", "checkpoint", "sessions", "activity", "show"],
+  catalog: ["show", "diff", "list"],
+  passkey: ["list", "add", "rm"],
+  vault: ["set", "list", "rm"],
+};
+
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   // `portcullis help run` is `portcullis run --help`, as git and npm read it; so is
@@ -246,8 +259,20 @@ export async function main(argv: string[]): Promise<number> {
   // whole list printed with exit 0
   if ((name === "help" || name === "--help" || name === "-h") && rest.length > 0) {
     const [topic, ...more] = rest;
+    // `portcullis help vault set` is `portcullis vault set --help`, for the command groups, whose
+    // own parsing refuses a word that is none of their subcommands; it was refused as two commands
+    const group = Object.hasOwn(GROUPS, topic!);
+    if (more.length === 1 && group && !more[0]!.startsWith("-")) {
+      const sub = more[0]!;
+      if (!GROUPS[topic!]!.includes(sub))
+        throw new UsageError(`${unknownSubcommand(topic!, sub, GROUPS[topic!]!)}.`);
+      return main([topic!, sub, "--help"]);
+    }
     // named as typed: `portcullis --help a b` is refused as `--help`, not as a `help` not typed
-    if (more.length > 0) throw new UsageError(`${name}: give one command (portcullis ${name} COMMAND).`);
+    if (more.length > 0)
+      throw new UsageError(
+        `${name}: give one command (portcullis ${name} COMMAND${group ? " [SUBCOMMAND]" : ""}).`,
+      );
     // the help of help (`help --help`, `help -h`, `help help`) is the command list
     if (topic === "--help" || topic === "-h" || topic === "help") return main(["--help"]);
     if (!Object.hasOwn(commands, topic!) || topic!.startsWith("__"))
@@ -405,14 +430,6 @@ function exitWhenOutputCloses(): void {
   process.stdout.on("error", outputFailed);
   process.stderr.on("error", () => process.exit(EXIT_USAGE));
 }
-
-/** The command groups' subcommands, which name a failure with the group (README, "Commands"). */
-const GROUPS: Record<string, readonly string[]> = {
-  audit: ["verify", "export", "checkpoint", "sessions", "activity", "show"],
-  catalog: ["show", "diff", "list"],
-  passkey: ["list", "add", "rm"],
-  vault: ["set", "list", "rm"],
-};
 
 /**
  * The command whose output could not be written, as every failure opens with it ("portcullis

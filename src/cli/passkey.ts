@@ -102,6 +102,9 @@ function run(args: string[], ctx: { stateDir: string; hint: string | undefined }
   const words = idAfterRm(args);
   const named = givenSubcommand(words, OPTIONS, PASSKEY_SUBCOMMANDS);
   const { values, positionals } = parse(named ? `passkey ${named}` : "passkey", words, OPTIONS);
+  // a word that is no subcommand is refused with --help too, as audit and vault refuse it
+  if (positionals.length > 0 && named === null)
+    throw new UsageError(`${unknownSubcommand("passkey", positionals[0]!, PASSKEY_SUBCOMMANDS)}.`);
   if (values.help || positionals.length === 0) {
     process.stdout.write(`${PASSKEY_HELP}\n`);
     if (!values.help) missingSubcommand("passkey", PASSKEY_SUBCOMMANDS);
