@@ -100,6 +100,9 @@ cancelled stays pending for a retry, and nothing waits on it meanwhile).
               ${LISTED_REQUESTS} the newest ${LISTED_REQUESTS}, saying how many are pending (one
               said to be made at a time still to come counts as the oldest); --json
               always lists every one
+  --json      one JSON object on standard output, {"requests": [...]}, every pending request
+              whole (its review included), oldest first; errors stay one sentence on
+              standard error, with the same exit codes
 Decide with 'portcullis approve --next', 'portcullis approve ID' or 'portcullis deny ID'.`,
   approve: `usage: portcullis approve ID|--next [--for session|call] [--json] [--verbose] [--state-dir DIR]
 
@@ -153,7 +156,10 @@ ${PASSPHRASE_HELP}`,
   grants: `usage: portcullis grants [--json] [--state-dir DIR]
 
 Active grants: what a human approved, for which agent run, server label,
-execution epoch, tool fingerprints and credential scopes.`,
+execution epoch, tool fingerprints and credential scopes.
+  --json   the same as one JSON object on standard output, {"grants": [...]}, each with
+           whether its run is alive and whether gateways honour it; errors stay one sentence on
+           standard error, with the same exit codes`,
   revoke: `usage: portcullis revoke GRANT [--json] [--state-dir DIR]
 
 Revokes a grant. It stops covering calls from the next call on; a call already

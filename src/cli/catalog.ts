@@ -28,6 +28,8 @@ diff   field-level changes between two revisions (default: the previous and the 
        each classified expands | narrows | cosmetic; with one revision recorded, it says
        there is nothing to compare yet (exit 0)
 list   every revision recorded for LABEL
+--json the same as one JSON object on standard output; errors stay one sentence on standard
+       error, with the same exit codes
 
 An option may come before the subcommand: 'catalog --json list LABEL' is 'catalog list LABEL --json'.`;
 

@@ -8,7 +8,10 @@ export const DOCTOR_HELP = `usage: portcullis doctor [--json] [--state-dir DIR]
 
 The state directory in use and why, the keyring, running gateways and their hosts' process chains,
 the host configurations found and which of their servers are wrapped, versions, and a next step
-for each finding. Exit 1 when something is wrong.`;
+for each finding. Exit 1 when something is wrong.
+  --json   the same as one JSON object on standard output ("ok", "stateDir", "keyring",
+           "gateways", "console", "hosts", "versions", and "findings", each with "ok", "what"
+           and "next"), exit 1 as well when something is wrong`;
 
 /** What a listed entry is, as the listing's note says it. */
 const KIND_WORDS = {

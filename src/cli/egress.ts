@@ -18,7 +18,10 @@ portcullis.json whose entry has credentials delivered over HTTP, or "egress", ha
 as 'run -- COMMAND' (as wrap writes host entries) never has one.
 
 A LABEL no server has run under in this state directory is refused (exit 2); one that ran and
-contacted nothing is "no egress recorded", exit 0.`;
+contacted nothing is "no egress recorded", exit 0.
+  --json   the same as one JSON object on standard output, {"epochs": [...]} (an empty list when
+           nothing was recorded); errors stay one sentence on standard error, with the same exit
+           codes`;
 
 /**
  * Why a server has no egress to show. Only a server read from portcullis.json (`run LABEL`) can

@@ -24,6 +24,7 @@ when it is added, after the passphrase; gateways honour only pinned passkeys.
          honour (not pinned, or removed) is marked with the reason
   add    registration happens in the browser: this prints the console's page
          (the console must be running: 'portcullis console' starts it)
+  --json (list) the same as one JSON object on standard output, {"passkeys": [...]}
   rm ID  takes a passkey's authority away (recorded in the audit chain); no
          passphrase needed. Its grants stop covering calls. ID may be a unique
          prefix of at least 6 characters.

@@ -20,7 +20,11 @@ credential of yours: it is shown here and kept in its 0600 file, never logged).
 A gateway an older portcullis started, still running after an upgrade, is said to be one, with
 its store schema version (schemaVersion in --json; "unreadable", counted as older, when what it
 recorded cannot be read): restart it to run this portcullis.
-  --all    also gateways that have ended`;
+  --all    also gateways that have ended
+  --json   the same as one JSON object on standard output: "gateways" (each with its epoch,
+           execution record, status lines, liveness), "listening" (the HTTP fronts) and "store"
+           (whether it can be written); errors stay one sentence on standard error, with the same
+           exit codes`;
 
 export async function statusCommand(args: string[]): Promise<number> {
   const { values } = parse(
