@@ -1,10 +1,9 @@
 import { chmodSync, mkdirSync, readdirSync, statSync } from "node:fs";
-import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { KEYRING_FILE } from "../keyring/file.js";
 import { closedDirectory, fileProblem } from "../util/errno.js";
 import { shellWord } from "../util/shellWord.js";
-import { xdgStateHome } from "../util/xdg.js";
+import { homeDirectory, xdgStateHome } from "../util/xdg.js";
 
 /** The state directory cannot be used (not a directory, cannot be created): one sentence, exit 2. */
 export class StateDirError extends Error {
@@ -69,7 +68,7 @@ export function hintStateDir(flag?: string): string | undefined {
  * command pasted back into this shell would reach `$XDG_STATE_HOME`'s.
  */
 export function stateDirFlagFor(dir: string): string {
-  const bare = join(homedir(), ".local", "state", "portcullis");
+  const bare = join(homeDirectory(), ".local", "state", "portcullis");
   if (resolve(dir) === bare && join(xdgStateHome(), "portcullis") === bare) return "";
   // quoted for a POSIX shell when it holds anything a shell would act on; a control character
   // escaped, never printed raw (src/util/shellWord.ts)

@@ -1,4 +1,4 @@
-import { homedir } from "node:os";
+import { homedir, userInfo } from "node:os";
 import { isAbsolute, join } from "node:path";
 
 /** The XDG base directory variables portcullis reads. */
@@ -18,9 +18,29 @@ export function xdgAbsolute(variable: XdgVariable): string | undefined {
   return value && isAbsolute(value) ? value : undefined;
 }
 
+/**
+ * The home directory the defaults are under: `$HOME` when it is an absolute path, else the user's
+ * entry in the password database (what node reads when HOME is unset). An empty or relative HOME
+ * (`HOME= portcullis init`, a service manager's `HOME=.`) is passed over, as a relative XDG
+ * variable is: taken as it is, it made the default state directory `.local/state/portcullis`
+ * under whatever folder a command ran in, so a gateway started in one folder and the `approve`
+ * typed in another used two stores.
+ */
+export function homeDirectory(): string {
+  const home = homedir();
+  if (isAbsolute(home)) return home;
+  try {
+    const own = userInfo().homedir;
+    if (isAbsolute(own)) return own;
+  } catch {
+    // no entry for this uid: nothing better than HOME as it is
+  }
+  return home;
+}
+
 /** An XDG base directory: the variable's value when it is an absolute path (xdgAbsolute), else the default under the home directory. */
 export function xdgBase(variable: XdgVariable, ...fallback: string[]): string {
-  return xdgAbsolute(variable) ?? join(homedir(), ...fallback);
+  return xdgAbsolute(variable) ?? join(homeDirectory(), ...fallback);
 }
 
 /** `$XDG_STATE_HOME`, else `~/.local/state`. */
