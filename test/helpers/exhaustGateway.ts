@@ -57,6 +57,8 @@ export function startExhaustGateway(
     { env: { ...hostEnv(), ...o.env }, stdio: ["pipe", "pipe", "pipe"] },
   );
   const exited = new Promise<void>((resolve) => gw.once("exit", () => resolve()));
+  // its stdout read to the end as well: "exit" may come before the last of it was read
+  const closed = new Promise<void>((resolve) => gw.once("close", () => resolve()));
   onCleanup(async () => {
     // SIGTERM first: the gateway ends its server on it (a SIGKILLed gateway leaves its deaf
     // server running, an orphan, after a failed case); SIGKILL if it has not ended in 5 s
@@ -114,10 +116,13 @@ export function startExhaustGateway(
     send({ jsonrpc: "2.0", id: "list", method: "tools/list" });
     expect((await answer("list")).result).toBeDefined();
   };
-  /** The client ends its input; resolves once the gateway has exited (it read everything before). */
+  /**
+   * The client ends its input; resolves once the gateway has exited (it read everything before)
+   * and all it wrote was read here.
+   */
   const end = async () => {
     gw.stdin.end();
-    await exited;
+    await closed;
   };
   const text = (m: Msg) => m.result?.content?.[0]?.text;
   return {
