@@ -24,6 +24,7 @@ import type { Logger } from "../util/log.js";
 import { redactSchemaDefaults } from "../util/redact.js";
 import type { EventSink } from "./events.js";
 import { PACE, RelistPace } from "./relistPace.js";
+import { NotWritten } from "./unreadInput.js";
 
 export interface CatalogSyncPorts {
   label: string;
@@ -32,7 +33,9 @@ export interface CatalogSyncPorts {
   log: Logger;
   /**
    * the gateway's own request to a generation; null when that generation went away; rejects when
-   * no answer came within `timeoutMs` (the request cancelled at the server, a late answer dropped)
+   * no answer came within `timeoutMs` (the request cancelled at the server, a late answer dropped),
+   * or at once, NotWritten, while the server reads none of its input (the fetch fails then, as
+   * any other: catalog_unavailable, a line on stderr, tried again later)
    */
   request(
     gen: Generation,
@@ -444,8 +447,9 @@ export class CatalogSync {
       try {
         res = await this.p.request(gen, "tools/list", params, Math.max(1, Math.min(pageMs, left)));
       } catch (e) {
-        // the page was given up on at what was left of the deadline, not at its own timeout
-        if (left < pageMs) throw overdue();
+        // the page was given up on at what was left of the deadline, not at its own timeout (one
+        // not written to a server that reads none of its input fails as it is: that is why)
+        if (left < pageMs && !(e instanceof NotWritten)) throw overdue();
         throw e;
       }
       if (!res) return null;

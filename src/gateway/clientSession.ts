@@ -301,6 +301,11 @@ export class ClientSession {
     return true;
   }
 
+  /** The gateway's own subscription to `gen` could not be sent: startListening is true for it again. */
+  notListening(gen: Generation): void {
+    if (this.listeningGen === gen) this.listeningGen = null;
+  }
+
   /** `params` as the gateway's own request carries them (with the client's modern envelope). */
   paramsFor(params: Record<string, unknown>): Record<string, unknown> {
     return this.era_ === "modern" && this.modernMeta ? withMeta(params, this.modernMeta) : params;

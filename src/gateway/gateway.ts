@@ -535,8 +535,14 @@ export class Gateway {
     if (this.over !== null && (this.catalog.freshFor(gen) || this.guarded.unanswered === 0)) return;
     if (this.over === null && this.session.startListening(gen)) {
       // The gateway's own subscription: how it hears a modern server's list changes
-      // even when the client never opened one. It stays open for the generation.
-      void this.inFlight.request(gen, "subscriptions/listen", { notifications: { toolsListChanged: true } });
+      // even when the client never opened one. It stays open for the generation. Not written
+      // while the server reads none of its input: opened with the next fetch (this one fails too).
+      this.inFlight
+        .request(gen, "subscriptions/listen", { notifications: { toolsListChanged: true } })
+        .catch((e: unknown) => {
+          this.session.notListening(gen);
+          this.o.log.debug(`the gateway's own subscriptions/listen was not opened: ${(e as Error).message}`);
+        });
     }
     const ran = await this.catalog.refresh(gen, this.session.serverHasTools());
     if (!ran) return; // coalesced into the fetch under way, which reports when it ends
@@ -597,7 +603,13 @@ export class Gateway {
             if (now === "kept") this.session.subscribed({ ...sub, gen });
             // unsubscribed while it was re-opened: the process is told, as the client told the last
             else if (now === "gone" && gen.alive)
-              void this.inFlight.request(gen, "resources/unsubscribe", { uri: sub.uri });
+              this.inFlight
+                .request(gen, "resources/unsubscribe", { uri: sub.uri })
+                .catch((e: unknown) =>
+                  this.o.log.warn(
+                    `the client's unsubscription from ${preview(sub.uri)} was not sent to the new server process: ${(e as Error).message}`,
+                  ),
+                );
           } else if (outcome === "refused" && now === "kept") {
             this.session.unsubscribed(sub.uri);
             this.o.downstream.send({
@@ -810,12 +822,18 @@ export class Gateway {
   private replayLevel(gen: Generation): void {
     const level = this.session.level;
     if (level === null) return;
-    void this.inFlight.request(gen, "logging/setLevel", level).then((res) => {
-      if (res?.error)
-        this.o.log.info(
-          `the new server process refused the client's logging level: ${this.said(res.error.message)}`,
-        );
-    });
+    this.inFlight.request(gen, "logging/setLevel", level).then(
+      (res) => {
+        if (res?.error)
+          this.o.log.info(
+            `the new server process refused the client's logging level: ${this.said(res.error.message)}`,
+          );
+      },
+      (e: unknown) =>
+        this.o.log.warn(
+          `the client's logging level was not sent to the new server process: ${(e as Error).message}`,
+        ),
+    );
   }
 
   /**

@@ -46,6 +46,7 @@ import {
 } from "./protocol.js";
 import type { GatewayRecords } from "./records.js";
 import { cutShort, leftOutWords, metaProblem, preview } from "./text.js";
+import { NotWritten } from "./unreadInput.js";
 
 export interface GuardedRequestsPorts {
   log: Logger;
@@ -1000,7 +1001,21 @@ export class GuardedRequests {
           records.callInterrupted(name, undefined, epoch, "redecided", "not_forwarded", method);
           return "later";
         }
-        const res = await this.p.inFlight.request(gen, method, sub.params);
+        let res: Response | null;
+        try {
+          res = await this.p.inFlight.request(gen, method, sub.params);
+        } catch (e) {
+          // The server reads none of its input: not sent (subscriptions re-opened together were
+          // all decided before any was written; written, each would wait there as long as the
+          // process lives). Its record is closed, and the client is told the resource changed, so
+          // that it reads it again (refused while the server does not read) and subscribes again.
+          if (!(e instanceof NotWritten)) throw e;
+          records.callInterrupted(name, undefined, epoch, "server_unavailable", "not_forwarded", method);
+          this.p.log.status(
+            `the client's subscription to ${preview(read.target)} was not re-opened on the new server process: ${e.message}`,
+          );
+          return "refused";
+        }
         if (res === null) {
           records.callInterrupted(name, undefined, epoch, "epoch_transition", "unknown", method);
           return "later";

@@ -17,6 +17,7 @@ import type { Downstream } from "./downstream.js";
 import type { ProgressTokens } from "./progress.js";
 import { listenResourceUris, SUBSCRIPTION_ID_META } from "./protocol.js";
 import type { GatewayRecords } from "./records.js";
+import { NotWritten } from "./unreadInput.js";
 
 /** A client request at the server, under the wire id the gateway gave it. */
 export interface ClientPending {
@@ -444,6 +445,12 @@ export class InFlight {
    * `written` is given the answer's text as the server wrote it (scrubbed) before the promise
    * resolves: what the gateway reads exactly (a replayed handshake's numbers that re-serialising
    * would change).
+   * While the server reads none of its input (ServerLink.notReading) it is not written, and the
+   * promise rejects with NotWritten: written, it would wait behind what the server does not read
+   * (a catalog page for its timeout, then again at each retry; a subscription for as long as the
+   * process lives), and a burst of them (subscriptions re-opened together) would put their whole
+   * size in the gateway's memory. Not a replayed handshake: it is the first message a new process
+   * gets, bounded by its own timeout.
    */
   request(
     gen: Generation,
@@ -454,6 +461,8 @@ export class InFlight {
   ): Promise<Response | null> {
     return new Promise((resolve, reject) => {
       if (!gen.alive) return resolve(null);
+      const deaf = HANDSHAKES.has(method) ? null : this.p.link.notReading;
+      if (deaf) return reject(new NotWritten(method, deaf));
       const p = this.p.session.paramsFor(params);
       let timer: NodeJS.Timeout | null = null;
       const settle = (r: Response | null, text?: string) => {
@@ -477,11 +486,13 @@ export class InFlight {
         this.gaveUp.set(wire, { method, gen });
         if (this.gaveUp.size > MAX_GAVE_UP) this.gaveUp.delete(this.gaveUp.keys().next().value as number);
         // False (ignored) when its process is going away: `down` follows, and nothing is owed.
-        this.p.link.send({
-          jsonrpc: "2.0",
-          method: "notifications/cancelled",
-          params: this.p.session.paramsFor({ requestId: wire, reason: why }),
-        });
+        // Not written to a server that reads none of its input (it would not read it either).
+        if (!this.p.link.notReading)
+          this.p.link.send({
+            jsonrpc: "2.0",
+            method: "notifications/cancelled",
+            params: this.p.session.paramsFor({ requestId: wire, reason: why }),
+          });
         reject(new Error(why));
       }, timeoutMs);
       timer.unref(); // a request the gateway waits on never keeps an ending gateway alive

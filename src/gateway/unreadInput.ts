@@ -26,3 +26,18 @@ export class UnreadInput {
     return true;
   }
 }
+
+/**
+ * The gateway's own request (a catalog page, its own subscription, a subscription re-opened on a
+ * new process …) was not written: the server reads none of its input (`why`, Supervisor.notReading).
+ * Written, it would wait behind what the server does not read, in the gateway's memory, for an
+ * answer that does not come; each caller says what not sending it means (InFlight.request).
+ */
+export class NotWritten extends Error {
+  constructor(
+    readonly method: string,
+    readonly why: string,
+  ) {
+    super(`${why}; ${method} was not sent to it`);
+  }
+}
