@@ -368,6 +368,8 @@ export async function serve(
     // gets its refusal now, as when the client closes its input, not a closed output.
     if (signalled) await gateway?.answerWaiting();
     await supervisor.shutdown();
+    // a listen the server did not end in its grace is ended for it, not left unanswered
+    gateway?.endListens();
     downstream.close();
     // The one wait for the lock, at most the busy timeout (a second signal cuts it short); if it
     // does not come, nothing more waits. Not on a store whose files were lost (nothing is written).

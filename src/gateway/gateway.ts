@@ -21,7 +21,7 @@ import type { Downstream } from "./downstream.js";
 import { UrlElicitations } from "./elicitation.js";
 import type { EventSink } from "./events.js";
 import { GuardedRequests } from "./guardedRequests.js";
-import { type CallInFlight, InFlight } from "./inFlight.js";
+import { type CallInFlight, InFlight, listenEndAtShutdown } from "./inFlight.js";
 import { ProgressTokens } from "./progress.js";
 import { SUBSCRIPTION_ID_META } from "./protocol.js";
 import { GatewayRecords } from "./records.js";
@@ -996,6 +996,20 @@ export class Gateway {
     await this.decisionsEnded(() => this.ended);
     if (this.ended) return;
     this.guarded.answerHeld();
+  }
+
+  /**
+   * The client's output closes next, the server shut down: each of the client's
+   * subscriptions/listen still open gets the end a server gives its listens at its own shutdown
+   * (InFlight.endListens), those waiting to be re-opened on a next process as well. A call still
+   * open was answered already (shutting_down, or epoch_transition as its process went away).
+   */
+  endListens(): void {
+    this.inFlight.endListens();
+    for (const { request } of this.guarded.takeWaitingListens()) {
+      this.session.listenClosed(request.id);
+      this.o.downstream.send(listenEndAtShutdown(request.id));
+    }
   }
 
   /**

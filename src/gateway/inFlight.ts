@@ -106,6 +106,15 @@ export function sendListsChanged(down: Downstream, id: Id, methods: readonly str
     down.send({ jsonrpc: "2.0", method, params: { _meta: { [SUBSCRIPTION_ID_META]: id } } });
 }
 
+/**
+ * The end of the client's subscriptions/listen `id` when the gateway shuts down: what a 2026-07-28
+ * server sends for each listen still open at its own shutdown, a result for the listen's id with
+ * `resultType` "complete" and `_meta` naming the subscription (docs/protocol-eras.md).
+ */
+export function listenEndAtShutdown(id: Id): Response {
+  return { jsonrpc: "2.0", id, result: { resultType: "complete", _meta: { [SUBSCRIPTION_ID_META]: id } } };
+}
+
 /** One resource subscription of a subscriptions/listen, recorded as its own read (its intent's name). */
 export interface ListenRead {
   name: CallName;
@@ -793,6 +802,32 @@ export class InFlight {
       const e = refuse.shuttingDown();
       this.answer(p, errorResponse(p.clientId, e.code, e.message, e.data));
     }
+  }
+
+  /**
+   * The gateway is about to close the client's output, its server shut down: each of the client's
+   * subscriptions/listen still open (at a process, or carried to a next one that will not come)
+   * is ended as a server ends its listens at its shutdown (listenEndAtShutdown), not left without
+   * an answer: a listen is never answered while open, and one the server did not end in its grace
+   * (a server that reads none of its input never does) had none before the output closed. Its
+   * unacknowledged resource subscriptions were closed when its process went away.
+   */
+  endListens(): void {
+    for (const [wire, p] of this.upstream.entries()) {
+      if (p.origin !== "client" || !p.listen || p.cancelled) continue;
+      this.upstream.delete(wire, p.clientId);
+      this.interrupted(p, "epoch_transition");
+      this.endListen(p.clientId);
+    }
+    const carried = this.carried.filter((c) => c.extra.listen !== undefined);
+    this.carried = this.carried.filter((c) => c.extra.listen === undefined);
+    for (const c of carried) this.endListen(c.request.id);
+  }
+
+  private endListen(id: Id): void {
+    this.p.session.listenClosed(id);
+    this.p.progress.ended(id);
+    this.p.downstream.send(listenEndAtShutdown(id));
   }
 
   /**
