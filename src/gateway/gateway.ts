@@ -193,7 +193,15 @@ export class Gateway {
       },
     });
     const progress = new ProgressTokens();
-    this.inFlight = new InFlight({ link, downstream, records: this.records, session, progress, current });
+    this.inFlight = new InFlight({
+      link,
+      downstream,
+      records: this.records,
+      session,
+      progress,
+      current,
+      log,
+    });
     this.serverRequests = new ServerRequests({
       link,
       downstream,

@@ -10,14 +10,16 @@ import {
 } from "../relay/jsonrpc.js";
 import { type IdSpan, spliceId } from "../relay/rawSplice.js";
 import type { LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
+import { STDIN_BACKLOG_BYTES } from "../supervisor/workerPipes.js";
 import { seconds } from "../util/duration.js";
+import type { Logger } from "../util/log.js";
 import type { CallName } from "./clientIdText.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import type { ProgressTokens } from "./progress.js";
 import { listenResourceUris, SUBSCRIPTION_ID_META } from "./protocol.js";
 import type { GatewayRecords } from "./records.js";
-import { NotWritten } from "./unreadInput.js";
+import { NotWritten, UnreadInput } from "./unreadInput.js";
 
 /** A client request at the server, under the wire id the gateway gave it. */
 export interface ClientPending {
@@ -170,6 +172,7 @@ export interface InFlightPorts {
   session: Pick<ClientSession, "paramsFor" | "initializeLost" | "hasNegotiated" | "listenClosed">;
   /** the generation requests go to now: null before the first epoch */
   current(): Generation | null;
+  log: Logger;
 }
 
 /**
@@ -204,7 +207,7 @@ export class InFlight {
    * misread, a request before it is initialized). Sent once it completes; answered if it never
    * does (the process went away, the connection ends).
    */
-  private handshake: { gen: Generation; behind: BehindHandshake[] } | null = null;
+  private handshake: { gen: Generation; behind: BehindHandshake[]; bytes: number } | null = null;
   /**
    * What waited for a replayed handshake whose process went away before it was complete, never
    * sent, and carried to the next generation rather than answered server_unavailable: the client's
@@ -219,7 +222,11 @@ export class InFlight {
    */
   private carried: { request: Request; extra: ForwardExtra; line?: WrittenLine }[] = [];
 
-  constructor(private readonly p: InFlightPorts) {}
+  private readonly unread: UnreadInput;
+
+  constructor(private readonly p: InFlightPorts) {
+    this.unread = new UnreadInput(p.log);
+  }
 
   /** The gateway replays the client's handshake to `gen`: what the client sends waits for its end. */
   handshakeBegins(gen: Generation): void {
@@ -228,7 +235,22 @@ export class InFlight {
       this.refuseBehindHandshake(refuse.serverDown(this.p.link) ?? refuse.serverUnavailable());
     // the reads carried from a process that died before its handshake completed come first
     const reads = this.takeCarriedReads();
-    this.handshake = { gen, behind: reads.map(({ request, extra, line }) => ({ request, extra, line })) };
+    this.handshake = {
+      gen,
+      behind: reads.map(({ request, extra, line }) => ({ request, extra, line })),
+      bytes: 0,
+    };
+  }
+
+  /**
+   * Why nothing more may wait behind `h`, the handshake replayed to a new process: more than
+   * STDIN_BACKLOG_BYTES of the client's messages wait there (what may wait for a server that reads
+   * none of its input); null otherwise.
+   */
+  private behindTooMuch(h: { bytes: number }): string | null {
+    return h.bytes > STDIN_BACKLOG_BYTES
+      ? `the new server process has not answered the handshake replayed to it: ${(h.bytes / (1024 * 1024)).toFixed(1)} MiB sent by the client wait behind it`
+      : null;
   }
 
   /** The carried reads (not the subscriptions), no longer carried. */
@@ -355,6 +377,12 @@ export class InFlight {
   notify(msg: Notification): boolean {
     const h = this.handshake;
     if (h && h.gen === this.p.current()) {
+      const why = this.behindTooMuch(h);
+      if (why !== null) {
+        this.unread.drop("a notification of the client's", why);
+        return false;
+      }
+      h.bytes += JSON.stringify(msg).length;
       h.behind.push({ notification: msg });
       return true;
     }
@@ -382,6 +410,17 @@ export class InFlight {
           this.p.downstream.send(errorResponse(msg.id, down.code, down.message, down.data));
         return false;
       }
+      // A process that reads none of its input never answers its handshake: what the client
+      // sends meanwhile would wait in the gateway's memory until the handshake's timeout, as
+      // much as the client sends. Past the bound of what may wait for a server, refused.
+      const why = this.behindTooMuch(this.handshake);
+      if (why !== null) {
+        const e = refuse.serverNotReading(why);
+        if (msg.method !== "tools/call")
+          this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
+        return false;
+      }
+      this.handshake.bytes += line?.text.length ?? JSON.stringify(msg).length;
       this.handshake.behind.push({ request: msg, extra, line });
       return true;
     }

@@ -22,8 +22,13 @@ export class UnreadInput {
   dropped(link: Pick<ServerLink, "notReading">, what: string): boolean {
     const why = link.notReading;
     if (!why) return false;
-    this.lines.say(what, `dropped ${what}, not written to the server: ${why}`);
+    this.drop(what, why);
     return true;
+  }
+
+  /** `what` is dropped, not written to the server, for `why`: said sparingly. */
+  drop(what: string, why: string): void {
+    this.lines.say(what, `dropped ${what}, not written to the server: ${why}`);
   }
 }
 

@@ -2,8 +2,9 @@
 // own: a re-list of its catalog, and the client's subscriptions re-opened on a new process. Past
 // the 4 MiB bound (STDIN_BACKLOG_BYTES, src/supervisor/workerPipes.ts) none is written: each
 // would wait behind what the server does not read, in the gateway's memory (InFlight.request).
-// Real gateway, real fixture server (exhaust.mjs: `deaf {listChangedOn}`, `exit`,
-// FIXTURE_DEAF_AFTER_LIST_IF), a raw client on plain pipes.
+// Nor is what the client sends kept without bound behind the handshake replayed to a new process
+// that never reads it. Real gateway, real fixture server (exhaust.mjs: `deaf {listChangedOn}`,
+// `exit`, FIXTURE_DEAF_AFTER_LIST_IF, FIXTURE_DEAF_FROM_START_IF), a raw client on plain pipes.
 //
 // What failed before:
 //   - a re-list of a deaf server wrote its tools/list and waited for it the page's whole timeout,
@@ -11,7 +12,9 @@
 //     wrote another, with its notifications/cancelled, for as long as the process ran;
 //   - subscriptions re-opened on a new process were decided together and all written whatever
 //     waited: 24 of 1 MiB put 24 MiB in the stdin of a process that read none of it, each waiting
-//     as long as the process lived, and the client was never told they were not open.
+//     as long as the process lived, and the client was never told they were not open;
+//   - what the client sent while a new process left its replayed handshake unread was all kept
+//     in the gateway's memory for the handshake's 60 s, however much it was.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -136,5 +139,43 @@ describe("a server that reads none of its stdin, asked by the gateway itself", (
     );
     expect(closed).toHaveLength(told);
     for (const e of closed) expect(e).toMatchObject({ outcome: "not_forwarded", epoch: reopened[0]?.epoch });
+  }, 60_000);
+
+  it("keeps at most the bound's worth of what the client sends while the handshake replayed to a new process goes unread; the rest is refused at once", async () => {
+    const deafFromStart = gateFile();
+    const g = startExhaustGateway(
+      {
+        label: "deaf",
+        env: { FIXTURE_DEAF_FROM_START_IF: deafFromStart },
+        args: ["--hold-timeout", "1000"],
+        stderr: "collected",
+      },
+      (end) => cleanup.push(end),
+    );
+    await g.init();
+    // the next process reads nothing: the initialize the gateway replays to it is never answered
+    // (for 60 s, the handshake's timeout, then the connection ends)
+    writeFileSync(deafFromStart, "");
+    expect(g.text(await g.call("exit", "exit"))).toBe("exit");
+    await waitFor(() => g.stderr().includes("reads nothing"), 20_000, "the new process up");
+    await waitFor(() => g.stderr().includes("new execution epoch"), 20_000, "its epoch");
+    // 8 pings of 1 MiB: they wait behind the handshake, in the gateway's memory
+    const pad = "x".repeat(MIB);
+    const count = 8;
+    for (let i = 0; i < count; i++) g.send({ jsonrpc: "2.0", id: `p${i}`, method: "ping", params: { pad } });
+    // before: kept, all of them, until the handshake's timeout (no answer within 20 s)
+    const last = (await g.answer(`p${count - 1}`, 20_000)).error;
+    expect(last?.message).toMatch(NOT_READING);
+    expect((last?.data as { reason?: string } | undefined)?.reason).toMatch(
+      /^the new server process has not answered the handshake replayed to it: [\d.]+ MiB sent by the client wait behind it$/,
+    );
+    // the client goes: what waited behind the handshake is answered then, never sent
+    await g.end();
+    const errors = [...Array(count).keys()].map((i) => g.answers.get(`p${i}`)?.error);
+    const refused = errors.filter((e) => NOT_READING.test(e?.message ?? "")).length;
+    const kept = errors.filter((e) => e?.data?.error === "identity_pending").length;
+    expect(refused + kept).toBe(count);
+    expect(kept).toBeGreaterThan(0);
+    expect(kept).toBeLessThanOrEqual(5);
   }, 60_000);
 });
