@@ -74,6 +74,19 @@ const B64URL = /^[A-Za-z0-9_-]+$/;
 /** At most this many earlier keys of each kind: a keyring rotated more often is not read. */
 const MAX_EARLIER = 64;
 
+/** A name short and plain enough to print as it is (the file is not ours to trust). */
+const PLAIN_ALG = /^[A-Za-z0-9_.-]{1,32}$/;
+
+/**
+ * Why a keyring whose key derivation is not scrypt is refused, naming the one it has: a keyring
+ * made elsewhere with Argon2id (which the key derivation could have been) reads as that, never as
+ * a file damaged in some unsaid way.
+ */
+function otherKdf(alg: unknown): string {
+  const named = typeof alg === "string" && PLAIN_ALG.test(alg) ? `"${alg}"` : "not scrypt";
+  return `its kdf.alg is ${named}; this portcullis derives the keyring's key with scrypt only`;
+}
+
 export function parseKeyring(text: string, path: string): KeyringFile {
   const damaged = (what: string) => new KeyringDamagedError(`${path} is not a usable keyring: ${what}`, path);
   if (text.trim() === "")
@@ -93,7 +106,9 @@ export function parseKeyring(text: string, path: string): KeyringFile {
     obj(v) && v.alg === WRAP_ALG && b64(v.nonce, NONCE_BYTES) && b64(v.sealed, plainBytes + TAG_BYTES);
   if (!obj(f) || f.format !== KEYRING_FORMAT) throw damaged(`format is not ${KEYRING_FORMAT}`);
   const { kdf, dataKey, audit } = f;
-  if (!obj(kdf) || kdf.alg !== "scrypt" || !b64(kdf.salt, null)) throw damaged("bad kdf");
+  if (!obj(kdf)) throw damaged("bad kdf");
+  if (kdf.alg !== "scrypt") throw damaged(otherKdf(kdf.alg));
+  if (!b64(kdf.salt, null)) throw damaged("bad kdf");
   const { N, r, p } = kdf;
   const int = (v: unknown, max: number): v is number =>
     Number.isSafeInteger(v) && (v as number) >= 1 && (v as number) <= max;

@@ -1,9 +1,10 @@
-// A keyring.json that exists but cannot be used (empty, not JSON, a directory, a device, a FIFO):
-// every command that reads it says so in one sentence naming the file, exit 2 (never "internal
-// error", never a hang), and doctor reports it as a problem instead of "keyring exists".
+// A keyring.json that exists but cannot be used (empty, not JSON, a directory, a device, a FIFO,
+// a key derivation other than scrypt): every command that reads it says so in one sentence naming
+// the file, exit 2 (never "internal error", never a hang), and doctor reports it as a problem
+// instead of "keyring exists".
 // The real CLI, as separate processes.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { type CliResult, runCli } from "../helpers/gateway.js";
@@ -71,5 +72,22 @@ describe("a keyring.json that cannot be used", () => {
   ])("%s: one sentence naming the file from every reader, a problem in doctor", async (_, make, what) => {
     const { stateDir, path } = damaged(make);
     await everyReaderRefuses(stateDir, new RegExp(`^portcullis( \\w+){0,2}: (run: )?${path} ${what}`));
+  });
+});
+
+describe("a keyring.json whose key derivation is not scrypt", () => {
+  // A keyring made by another tool, or by hand, with Argon2id: refused by the name of its kdf,
+  // never read as a file damaged in some unsaid way, and never tried as scrypt.
+  it.each([
+    ["argon2id", '"argon2id"'],
+    ["ARGON\u001b[31m", "not scrypt"],
+  ])("kdf.alg %j: one sentence naming it from every reader", async (alg, shown) => {
+    const stateDir = newStateDir();
+    const path = join(stateDir, "keyring.json");
+    const keyring = JSON.parse(readFileSync(path, "utf8")) as { kdf: Record<string, unknown> };
+    keyring.kdf.alg = alg;
+    writeFileSync(path, JSON.stringify(keyring));
+    const said = `is not a usable keyring: its kdf.alg is ${shown}; this portcullis derives the keyring's key with scrypt only`;
+    await everyReaderRefuses(stateDir, new RegExp(`^portcullis( \\w+){0,2}: (run: )?${path} ${said}`));
   });
 });
