@@ -402,9 +402,11 @@ async function report(
   // The chain alone cannot tell which (a checkpoint can); it is said, not passed over.
   const emptyBesideKeyring = r.ok && r.head.seq === 0 && opts.file === undefined && keyringExists(stateDir);
   if (opts.json) {
+    // a file that is no export says so in a member too: a script reading only `ok` and `seq`
+    // would take "seq 1" for a chain broken at its first record, which reads as tampering
     const ok = r.ok
       ? { ...r, headCovered: headCovered(r), ...(emptyBesideKeyring ? { emptyBesideKeyring } : {}) }
-      : r;
+      : { ...r, ...(notAnExport ? { notAnExport } : {}) };
     await write(`${printableJson(ok)}\n`);
   } else if (r.ok) {
     await write(`${okLine(r, saveAdvice(stateDir, opts.file))}\n`);

@@ -241,12 +241,21 @@ describe("portcullis audit (no key)", () => {
       expect(r.code, text).toBe(1);
       expect(r.stdout, text).toBe(notExport);
     }
-    // --json keeps the shape of a failed verification
+    // --json keeps the shape of a failed verification, and says what the file was in a member of
+    // its own: a script reading `ok` and `seq` alone would take it for a chain broken at seq 1
     const json = JSON.parse((await cli(dir, ["audit", "verify", "--file", file, "--json"])).stdout);
-    expect(json).toMatchObject({
+    expect(json).toEqual({
       ok: false,
       seq: 1,
       problem: expect.stringContaining("does not read as an audit export"),
+      notAnExport: true,
+    });
+    writeFileSync(file, "");
+    expect(JSON.parse((await cli(dir, ["audit", "verify", "--file", file, "--json"])).stdout)).toEqual({
+      ok: false,
+      seq: 1,
+      problem: expect.stringContaining("is empty, so it is no audit export"),
+      notAnExport: true,
     });
     // an export whose first record was changed is what it was: a chain broken at seq 1
     const exp = (await cli(dir, ["audit", "export"])).stdout;
@@ -257,6 +266,9 @@ describe("portcullis audit (no key)", () => {
     expect((await cli(dir, ["audit", "verify", "--file", file])).stdout).toMatch(
       /^audit chain broken at seq 1: /,
     );
+    const broken = JSON.parse((await cli(dir, ["audit", "verify", "--file", file, "--json"])).stdout);
+    expect(broken).toMatchObject({ ok: false, seq: 1 });
+    expect(broken).not.toHaveProperty("notAnExport");
   });
 
   it("export, checkpoint, and verify of the export against the checkpoint", async () => {
