@@ -48,8 +48,13 @@ export function parseCheckpoint(text: string): Checkpoint {
   } catch {
     throw new CheckpointFormatError("the checkpoint is not JSON");
   }
-  if (typeof c !== "object" || c === null)
+  if (typeof c !== "object" || c === null || Array.isArray(c))
     throw new CheckpointFormatError("the checkpoint is not a JSON object");
+  const twice = keyWrittenTwice(text);
+  if (twice !== null)
+    throw new CheckpointFormatError(
+      `the checkpoint has ${CHECKPOINT_KEYS.has(twice) ? `the key "${twice}"` : "a key"} twice; a reader could take either, so it is not used`,
+    );
   const { format, seq, hash, time, key } = c as Record<string, unknown>;
   if (format !== CHECKPOINT_FORMAT)
     throw new CheckpointFormatError(`the checkpoint format is not ${CHECKPOINT_FORMAT}`);
@@ -61,6 +66,42 @@ export function parseCheckpoint(text: string): Checkpoint {
   if (key !== undefined && typeof key !== "string")
     throw new CheckpointFormatError("the checkpoint key is not a string");
   return c as Checkpoint;
+}
+
+/** The checkpoint's own keys, the only ones said back by name (another is text from the file). */
+const CHECKPOINT_KEYS: ReadonlySet<string> = new Set(["format", "seq", "hash", "time", "key"]);
+
+/**
+ * The first key written twice among a JSON object's own members (`text` parsed already). JSON.parse
+ * keeps the last and drops the first without a word, while other readers (a person, another
+ * language's parser) may take the first: a checkpoint saying `"seq":5` and then `"seq":9` would be
+ * one checkpoint to this verifier and another to them. A plain scan of the tokens: strings are
+ * skipped whole, depth is counted, and only the keys of the outer object are compared.
+ */
+function keyWrittenTwice(text: string): string | null {
+  const seen = new Set<string>();
+  let depth = 0;
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === "{" || c === "[") {
+      depth++;
+      expectKey = depth === 1 && c === "{";
+    } else if (c === "}" || c === "]") depth--;
+    else if (c === "," && depth === 1) expectKey = true;
+    else if (c === ":" && depth === 1) expectKey = false;
+    else if (c === '"') {
+      let end = i + 1;
+      while (text[end] !== '"') end += text[end] === "\\" ? 2 : 1;
+      if (depth === 1 && expectKey) {
+        const key = JSON.parse(text.slice(i, end + 1)) as string;
+        if (seen.has(key)) return key;
+        seen.add(key);
+      }
+      i = end;
+    }
+  }
+  return null;
 }
 
 /** Checks records one by one, in order; the first problem ends the check. */

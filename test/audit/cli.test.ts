@@ -304,6 +304,35 @@ describe("portcullis audit (no key)", () => {
     expect(bad.stdout).toMatch(/^audit chain broken at seq 7: /);
   });
 
+  it("verify --checkpoint: a key written twice is refused, naming it; a key's text inside a value is no key", async () => {
+    // JSON.parse keeps the last of two members under one key, where a person reading the file (or
+    // another verifier) may take the first: this checkpoint says seq 9 first, and verified as the
+    // seq 7 written after it.
+    const cp = JSON.parse((await cli(dir, ["audit", "checkpoint"])).stdout) as Record<string, unknown>;
+    const file = join(tempDir(), "checkpoint.json");
+    const body = `"time":${JSON.stringify(cp.time)},"key":${JSON.stringify(cp.key)}`;
+    writeFileSync(
+      file,
+      `{"format":"portcullis-audit-checkpoint/1","seq":9,"hash":"${"ab".repeat(32)}",${body},"seq":7,"hash":"${cp.hash}"}`,
+    );
+    const twice = await cli(dir, ["audit", "verify", "--checkpoint", file]);
+    expect(twice.code).toBe(2);
+    expect(twice.stdout).toBe("");
+    expect(twice.stderr).toBe(
+      `portcullis audit verify: ${file}: the checkpoint has the key "seq" twice; a reader could take either, so it is not used.\n`,
+    );
+    // a key of the file's own, not a checkpoint's, is not said back (it is text from the file)
+    writeFileSync(file, `${JSON.stringify(cp).slice(0, -1)},"note\\u001b":1,"note\\u001b":2}`);
+    expect((await cli(dir, ["audit", "verify", "--checkpoint", file])).stderr).toBe(
+      `portcullis audit verify: ${file}: the checkpoint has a key twice; a reader could take either, so it is not used.\n`,
+    );
+    // a value holding what looks like a key, and an object nested in a member, are not keys of it
+    writeFileSync(file, JSON.stringify({ ...cp, note: '","seq":1,"', extra: { seq: 1, hash: "x" } }));
+    const ok = await cli(dir, ["audit", "verify", "--checkpoint", file]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toMatch(/matches the checkpoint at seq 7/);
+  });
+
   it("verify: exit 1 naming the first bad seq when the store was tampered with", async () => {
     const d = await stateWithSession();
     const db = openStore(d);
