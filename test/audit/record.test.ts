@@ -20,7 +20,7 @@ import {
   recordBytes,
   splitRecord,
 } from "../../src/audit/record.js";
-import { tempDir } from "./helpers.js";
+import { REPO, tempDir } from "./helpers.js";
 
 const B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 const bytes = (n: number) => fc.uint8Array({ minLength: n, maxLength: n }).map((b) => Buffer.from(b));
@@ -68,6 +68,15 @@ const SPEC = new RegExp(
 );
 
 describe("record header", () => {
+  it("is checked against the very expression docs/audit-format.md gives", () => {
+    // SPEC is written out here to capture prev and seq; without its groups it must be the
+    // document's expression character for character, so the two cannot drift apart
+    const doc = readFileSync(join(REPO, "docs", "audit-format.md"), "utf8");
+    const m = /As a regular expression \(keys in JCS order\):\n\n```\n([\s\S]*?)\n```/.exec(doc);
+    expect(m, "docs/audit-format.md gives the header's expression").not.toBeNull();
+    expect(SPEC.source.replace(/[()]/g, "")).toBe(m![1]!.replace(/\n/g, ""));
+  });
+
   it("is the RFC 8785 canonical form, and parses back to itself", () => {
     fc.assert(
       fc.property(header, (h) => {
