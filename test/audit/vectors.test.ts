@@ -1,7 +1,9 @@
 // The test vectors of docs/audit-format.md, read from the document itself, recomputed with
-// the code: the document and the implementation cannot drift apart.
+// the code: the document and the implementation cannot drift apart. Their export lines are also
+// given to the built `portcullis audit verify --file` as a real process, which is what a reviewer
+// handed an export runs.
 import { diffieHellman } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import canonicalize from "canonicalize";
 import { describe, expect, it } from "vitest";
@@ -33,7 +35,8 @@ import {
   x25519PrivateKeyFromRaw,
   x25519PublicKeyFromRaw,
 } from "../../src/keyring/x25519.js";
-import { REPO } from "./helpers.js";
+import { runCli } from "../helpers/gateway.js";
+import { REPO, tempDir } from "./helpers.js";
 
 interface Vectors {
   recipientPrivateKey: string;
@@ -130,5 +133,58 @@ describe("docs/audit-format.md test vectors", () => {
     expect(verifyExport([...v.records.map((r) => r.exportLine), ""])).toEqual({ ok: true, records: 2, head });
     const parsed = parseExportLine(v.records[0]!.exportLine);
     expect(typeof parsed === "string" ? parsed : parsed.hash).toBe(v.records[0]!.hash);
+  });
+});
+
+describe("docs/audit-format.md test vectors, through the built CLI", () => {
+  const v = vectorsFromDoc();
+  const lines = v.records.map((r) => r.exportLine);
+  const head = v.records[1]!;
+  const dir = tempDir();
+  const exportFile = (name: string, text: string) => {
+    const file = join(dir, name);
+    writeFileSync(file, text);
+    return file;
+  };
+  const checkpoint = exportFile(
+    "checkpoint.json",
+    JSON.stringify({
+      format: "portcullis-audit-checkpoint/1",
+      seq: head.header.seq,
+      hash: head.hash,
+      time: head.header.time,
+      key: v.keyId,
+    }),
+  );
+  // verifying an export reads no state directory: one that does not exist is never looked at
+  const verify = (args: string[]) =>
+    runCli(["audit", "verify", "--json", ...args], { stateDir: join(dir, "no-state-here") });
+
+  it("verifies the two records, and the checkpoint of their head covers it", async () => {
+    const file = exportFile("vectors.jsonl", `${lines.join("\n")}\n`);
+    const r = await verify(["--file", file, "--checkpoint", checkpoint]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({
+      ok: true,
+      records: 2,
+      head: { seq: 2, hash: head.hash },
+      checkpoint: { seq: 2, hash: head.hash },
+      headCovered: true,
+    });
+  });
+
+  it("fails at seq 1 when the two are swapped, and against the checkpoint when the head is cut", async () => {
+    const swapped = await verify([
+      "--file",
+      exportFile("swapped.jsonl", `${[lines[1], lines[0]].join("\n")}\n`),
+    ]);
+    expect(swapped.code).toBe(1);
+    expect(JSON.parse(swapped.stdout)).toMatchObject({ ok: false, seq: 1 });
+    const cut = exportFile("cut.jsonl", `${lines[0]}\n`);
+    expect((await verify(["--file", cut])).code).toBe(0);
+    const against = await verify(["--file", cut, "--checkpoint", checkpoint]);
+    expect(against.code).toBe(1);
+    expect(JSON.parse(against.stdout)).toMatchObject({ ok: false, seq: 2 });
   });
 });
