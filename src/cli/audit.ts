@@ -432,12 +432,15 @@ function headCovered(r: Verified): boolean {
 
 /**
  * How to save a checkpoint and check against it: the commands carry the state directory when it
- * is not the default, and the export verified when one was (`--file`).
+ * is not the default. An export (`--file`) is checked against a checkpoint of the store it was
+ * exported from, taken where that store is: the state directory of this command has nothing to do
+ * with it (often a reviewer's machine with none), so none is named.
  */
 function saveAdvice(stateDir: string, file: string | undefined): string {
+  if (file !== undefined)
+    return `a checkpoint of the store this export was made from, saved where that store is with 'portcullis audit checkpoint > CHECKPOINT' and kept where its owner cannot rewrite it, is checked with 'portcullis audit verify --file ${shellWord(file)} --checkpoint CHECKPOINT'`;
   const flag = stateDirFlagFor(stateDir);
-  const against = file === undefined ? flag : ` --file ${shellWord(file)}`;
-  return `save one with 'portcullis audit checkpoint${flag} > CHECKPOINT' where the state directory's owner cannot rewrite it, and check with 'portcullis audit verify${against} --checkpoint CHECKPOINT'`;
+  return `save one with 'portcullis audit checkpoint${flag} > CHECKPOINT' where the state directory's owner cannot rewrite it, and check with 'portcullis audit verify${flag} --checkpoint CHECKPOINT'`;
 }
 
 /**

@@ -174,6 +174,32 @@ describe("docs/audit-format.md test vectors, through the built CLI", () => {
     });
   });
 
+  it("says how to cover the head with a checkpoint of the export's own store, never of this state directory", async () => {
+    // the state directory this command runs with (PORTCULLIS_HOME here) is not where the export came
+    // from: a checkpoint saved there would cover another log, so the advice names none
+    const file = exportFile("advice.jsonl", `${lines.join("\n")}\n`);
+    const stateDir = join(dir, "no-state-here");
+    const advice = `a checkpoint of the store this export was made from, saved where that store is with 'portcullis audit checkpoint > CHECKPOINT' and kept where its owner cannot rewrite it, is checked with 'portcullis audit verify --file ${file} --checkpoint CHECKPOINT'`;
+    const bare = await runCli(["audit", "verify", "--file", file], { stateDir });
+    expect(bare.code).toBe(0);
+    expect(bare.stdout).toBe(
+      `audit chain ok: 2 records, head seq 2 hash ${head.hash}; record 1 is held by the record after it, the head is covered only by a checkpoint (none given: ${advice})\n`,
+    );
+    const first = exportFile(
+      "first.json",
+      JSON.stringify({
+        format: "portcullis-audit-checkpoint/1",
+        seq: 1,
+        hash: v.records[0]!.hash,
+        time: "t",
+      }),
+    );
+    const short = await runCli(["audit", "verify", "--file", file, "--checkpoint", first], { stateDir });
+    expect(short.code).toBe(0);
+    expect(short.stdout).toContain(`(this one stops at seq 1: ${advice})`);
+    expect(`${bare.stdout}${short.stdout}`).not.toContain(stateDir);
+  });
+
   it("fails at seq 1 when the two are swapped, and against the checkpoint when the head is cut", async () => {
     const swapped = await verify([
       "--file",
