@@ -37,8 +37,8 @@ the new keyring with it).
     have signed them): the output says how many grants stop covering calls; grants shows them
     NOT HONOURED; the agent asks again and a human approves with the new key
   - a new audit key: records written from now on are sealed to it; the old audit private keys
-    stay in the keyring, sealed under the new data key, so audit sessions, activity and export
-    still read every old record; audit verify is unchanged
+    stay in the keyring, sealed under the new data key, so audit sessions, activity and show
+    still open every old record; audit verify, export and checkpoint need no key, and are unchanged
   - a new data key, wrapped under the new passphrase: every vault secret and the egress CA key
     are sealed again under it
   - passkeys pinned under the old key are no longer honoured: add them again (passkey add)

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { AuditOpenError, openRecords, storedRecords } from "../../src/audit/log.js";
 import { parseHeader, splitRecord } from "../../src/audit/record.js";
-import { unlockKeyring } from "../../src/keyring/keyring.js";
+import { loadPublicKeyring, unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
 import { openEgressCa } from "../../src/vault/egress/ca.js";
 import { openSecret, policyOf } from "../../src/vault/secrets.js";
@@ -138,6 +138,13 @@ describe("portcullis rotate-keys and a copy of the old keyring", () => {
       expect(r.stdout).not.toContain("its client sent no request");
     }
     expect((await runCli(["audit", "verify"], { stateDir })).code).toBe(0);
+    // one record sealed to the audit key rotated away (init's pin, record 1) opens with the new
+    // passphrase too, as rotate-keys --help says of audit show
+    const first = await runCli(["audit", "show", "1", "--json"], { stateDir, env: withPassphrase(NEW) });
+    expect(first.code, first.stderr).toBe(0);
+    const shown = JSON.parse(first.stdout) as { header: { key: string }; event: { type: string } };
+    expect(shown.event.type).toBe("approver_key_pinned");
+    expect(shown.header.key).not.toBe(loadPublicKeyring(stateDir)!.keyId);
 
     // the old copy put back in place of keyring.json: refused by a command that takes its passphrase
     const rotatedKeyring = readFileSync(join(stateDir, "keyring.json"));
