@@ -175,7 +175,17 @@ export async function auditCommand(args: string[], ctx: { stateDir: string }): P
         return await withStore(
           ctx.stateDir,
           async (db) => {
-            await write(`${JSON.stringify(makeCheckpoint(db), null, 2)}\n`);
+            const cp = makeCheckpoint(db);
+            // made only of a chain `verify` passes: one that cannot account for the rest of the
+            // store (emptied, cut before its pin) fails verify, and a checkpoint of it would
+            // vouch for the cut log from then on
+            const unaccounted = unaccountedHistory(db);
+            if (unaccounted) throw new AuditChainError(cp.seq + 1, unaccounted);
+            await write(`${JSON.stringify(cp, null, 2)}\n`);
+            if (cp.seq === 0 && keyringExists(ctx.stateDir))
+              process.stderr.write(
+                `${safeText(`portcullis audit checkpoint: note: this is a checkpoint of an empty log beside a keyring; 'portcullis init' writes record 1 (the approver key's pin) into the store it sets up, so if this state directory was in use, its store was deleted or replaced: a checkpoint taken earlier shows it (${quotedCommand("audit verify --checkpoint FILE", ctx.stateDir)})`)}\n`,
+              );
             return 0;
           },
           { keyless: true },

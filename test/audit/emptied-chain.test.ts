@@ -1,6 +1,7 @@
 // An audit chain that no longer accounts for the store's history (emptied with its delete trigger
 // dropped, or cut before its pin): `audit verify` and `doctor` fail on it, the views that decrypt
-// it (`audit sessions`, `activity`) show nothing from it and exit 1 as verify does, and no approver key is
+// it (`audit sessions`, `activity`) show nothing from it and exit 1 as verify does, `audit
+// checkpoint` makes no checkpoint of it, and no approver key is
 // pinned on it, so a same-user process that swaps in its own keyring cannot approve its own
 // requests. A fresh store still gets its first pin. Real gateways and CLI processes.
 import { spawnSync } from "node:child_process";
@@ -51,6 +52,18 @@ async function viewsRefuse(stateDir: string, why: RegExp): Promise<void> {
     expect(r.stdout, args.join(" ")).toBe("");
     expect(r.stderr, args.join(" ")).toMatch(why);
   }
+}
+
+/**
+ * `audit checkpoint` makes none of a chain verify fails (exit 1, nothing on stdout): a checkpoint
+ * of the cut log, kept elsewhere, would vouch for it from then on. It made one of the emptied
+ * chain, seq 0, exit 0.
+ */
+async function checkpointRefused(stateDir: string, why: RegExp): Promise<void> {
+  const r = await runCli(["audit", "checkpoint", "--state-dir", stateDir]);
+  expect(r.code, r.stdout).toBe(1);
+  expect(r.stdout).toBe("");
+  expect(r.stderr).toMatch(new RegExp(`^portcullis audit checkpoint: .*${why.source}`));
 }
 
 /**
@@ -118,6 +131,7 @@ describe("a chain that does not account for the store's history", () => {
     );
     expect(verify.code).toBe(1);
     await viewsRefuse(stateDir, /broken at seq 1: the audit chain is empty, but the store holds/);
+    await checkpointRefused(stateDir, /broken at seq 1: the audit chain is empty, but the store holds/);
     const doctor = await runCli(["doctor", "--json", "--state-dir", stateDir]);
     expect(doctor.code).toBe(1);
     const findings = (JSON.parse(doctor.stdout) as { findings: { ok: boolean; what: string }[] }).findings;
@@ -157,6 +171,10 @@ describe("a chain that does not account for the store's history", () => {
     );
     expect(verify.code).toBe(1);
     await viewsRefuse(
+      stateDir,
+      /the audit chain pins no approver key, but the store holds 1 decision signed/,
+    );
+    await checkpointRefused(
       stateDir,
       /the audit chain pins no approver key, but the store holds 1 decision signed/,
     );

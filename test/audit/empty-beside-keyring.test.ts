@@ -2,7 +2,8 @@
 // into the store it sets up, so an empty log there is a store deleted or replaced (or an init
 // interrupted before its pin). The chain alone cannot tell which, and verify still passes it, but
 // it says so (text, and `emptyBesideKeyring` in --json) rather than "ok: the log is empty" alone;
-// with a checkpoint taken earlier, the deletion is a failure. Real CLI processes.
+// with a checkpoint taken earlier, the deletion is a failure; `audit checkpoint` of such a log says
+// the same on stderr. Real CLI processes.
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -45,6 +46,12 @@ describe("audit verify: an empty log beside a keyring", () => {
     expect([exported.code, exported.stdout]).toEqual([0, ""]);
     const again = await runCli(["audit", "checkpoint", "--json"], { stateDir });
     expect(again.code, again.stderr).toBe(0);
+    // the checkpoint of the empty log is made (an init interrupted before its pin leaves one),
+    // and says on stderr what such a log beside a keyring may be, as verify does
+    expect(JSON.parse(again.stdout)).toMatchObject({ seq: 0, hash: "0".repeat(64) });
+    expect(again.stderr).toMatch(
+      /^portcullis audit checkpoint: note: this is a checkpoint of an empty log beside a keyring; .*its store was deleted or replaced/,
+    );
     expect(existsSync(join(stateDir, "portcullis.db"))).toBe(false);
   });
 });
