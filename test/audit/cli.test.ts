@@ -2,18 +2,20 @@
 // run by children/cli.mjs the way the dispatcher calls them), with no controlling terminal
 // unless a test gives them one.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { type AuditEvent, AuditLog, argumentsDigest } from "../../src/audit/index.js";
 import { keyringExists } from "../../src/keyring/keyringRead.js";
 import { openStore, type Store } from "../../src/store/db.js";
+import { runCli } from "../helpers/gateway.js";
 import {
   CHILDREN,
   cli,
   PASSPHRASE,
   passphraseFile,
   type Ran,
+  REPO,
   requireBuild,
   stateWithKeyring,
   tempDir,
@@ -143,6 +145,48 @@ describe("portcullis audit (no key)", () => {
       head: { seq: 7 },
       headCovered: false,
     });
+  });
+
+  it("verify --json: every member is one docs/audit-format.md lists, each only where its row says", async () => {
+    const doc = readFileSync(join(REPO, "docs", "audit-format.md"), "utf8");
+    const table = /<!-- verify-json:begin -->([\s\S]*?)<!-- verify-json:end -->/.exec(doc)?.[1] ?? "";
+    const rows = [...table.matchAll(/^\| `(\w+)` \| \w+ \| (.*) \|$/gm)].map((m) => ({
+      member: m[1]!,
+      when: m[2]!.startsWith("only when ok") ? true : m[2]!.startsWith("only when not ok") ? false : null,
+    }));
+    expect(rows.map((r) => r.member)).toContain("notAnExport");
+    const work = tempDir();
+    const cpFile = join(work, "checkpoint.json");
+    writeFileSync(cpFile, (await runCli(["audit", "checkpoint"], { stateDir: dir })).stdout);
+    const notExport = join(work, "not-export.jsonl");
+    writeFileSync(notExport, "{}\n");
+    const broken = join(work, "broken.jsonl");
+    const lines = (await runCli(["audit", "export"], { stateDir: dir })).stdout.split("\n");
+    writeFileSync(broken, [lines[1], lines[0], ...lines.slice(2)].join("\n"));
+    // a keyring beside no store: the empty log verify says may be a store deleted
+    const bare = tempDir();
+    copyFileSync(join(dir, "keyring.json"), join(bare, "keyring.json"));
+    const outputs = [
+      [dir, []],
+      [dir, ["--checkpoint", cpFile]],
+      [dir, ["--file", notExport]],
+      [dir, ["--file", broken]],
+      [bare, []],
+    ] as const;
+    const seen = new Set<string>();
+    for (const [stateDir, args] of outputs) {
+      const r = await runCli(["audit", "verify", "--json", ...args], { stateDir });
+      const out = JSON.parse(r.stdout) as Record<string, unknown>;
+      expect(r.code, args.join(" ")).toBe(out.ok === true ? 0 : 1);
+      for (const key of Object.keys(out)) {
+        seen.add(key);
+        const row = rows.find((x) => x.member === key);
+        expect(row, `${key} is not in the table (${args.join(" ")})`).toBeDefined();
+        if (row!.when !== null) expect(out.ok, `${key} with ok ${String(out.ok)}`).toBe(row!.when);
+      }
+    }
+    // and every row is a member some output has
+    expect(rows.map((r) => r.member).filter((m) => !seen.has(m))).toEqual([]);
   });
 
   it("verify: a chain of two says record 1 is held by the record after it", async () => {
