@@ -79,7 +79,8 @@ verify, export and checkpoint need no key: they read ciphertext only. verify che
 the store (or an export given with --file) record by record and, with --checkpoint,
 that nothing the checkpoint covers was cut off or rewritten. Each record is held by
 the record after it; the head (the last record) only by a checkpoint. Keep checkpoints
-somewhere the state directory's owner cannot rewrite. On a terminal, verify and
+somewhere the state directory's owner cannot rewrite. checkpoint makes one only of a
+store verify passes (exit 1 otherwise, as verify). On a terminal, verify and
 export show their progress on stderr when they take more than a second.
 
 sessions, activity and show decrypt, after verifying the chain: they ask for the

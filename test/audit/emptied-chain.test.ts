@@ -64,6 +64,11 @@ async function checkpointRefused(stateDir: string, why: RegExp): Promise<void> {
   expect(r.code, r.stdout).toBe(1);
   expect(r.stdout).toBe("");
   expect(r.stderr).toMatch(new RegExp(`^portcullis audit checkpoint: .*${why.source}`));
+  // as its help says
+  const help = await runCli(["audit", "checkpoint", "--help"]);
+  expect(help.stdout.replace(/\s+/g, " ")).toContain(
+    "checkpoint makes one only of a store verify passes (exit 1 otherwise, as verify)",
+  );
   // an export is made (it is how the records get out), saying on stderr what it cannot carry
   const exported = await runCli(["audit", "export", "--state-dir", stateDir]);
   expect(exported.code, exported.stderr).toBe(0);
