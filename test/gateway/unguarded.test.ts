@@ -81,12 +81,17 @@ describe("what never passes unguarded", () => {
     expect(calls[0]?.params?.arguments).toEqual({});
   });
 
-  it("resources/read, prompts/get and completion/complete are held while the server's identity is pending, recorded with run, epoch and a parameters digest, then forwarded", async () => {
+  it("resources/read, resources/subscribe, prompts/get and completion/complete are held while the server's identity is pending, recorded with run, epoch and a parameters digest, then forwarded", async () => {
     const stateDir = newStateDir();
     const { gw, received } = await lenientGateway({ stateDir, env: { FIXTURE_LIST_DELAY_MS: "400" } });
     // sent at once: the gateway's own tools/list (its catalog fetch) is still unanswered
-    const [read, prompt] = await Promise.all([
+    const [read, , prompt] = await Promise.all([
       gw.client.request({ method: "resources/read", params: { uri: "file:///secret.txt" } }, ResultSchema),
+      // a subscription opens a channel of updates from code nobody has identified yet: held as a read is
+      gw.client.request(
+        { method: "resources/subscribe", params: { uri: "file:///secret.txt" } },
+        ResultSchema,
+      ),
       gw.client.request(
         { method: "prompts/get", params: { name: "p", arguments: { a: "1" } } },
         ResultSchema,
@@ -105,6 +110,7 @@ describe("what never passes unguarded", () => {
     const answered = order.indexOf("answered tools/list");
     expect(answered).toBeGreaterThanOrEqual(0);
     expect(order.indexOf("resources/read")).toBeGreaterThan(answered);
+    expect(order.indexOf("resources/subscribe")).toBeGreaterThan(answered);
     expect(order.indexOf("prompts/get")).toBeGreaterThan(answered);
     expect(order.indexOf("completion/complete")).toBeGreaterThan(answered);
     await gw.close();
@@ -115,6 +121,7 @@ describe("what never passes unguarded", () => {
       "completion/complete",
       "prompts/get",
       "resources/read",
+      "resources/subscribe",
     ]);
     for (const e of forwarded) {
       expect(e.run).toEqual(expect.any(String));
