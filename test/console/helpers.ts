@@ -28,7 +28,8 @@ export interface RunningConsole {
 
 /**
  * `portcullis console --no-open --state-dir DIR …extra`, waited for until its address is
- * published; under `prefix` (`prlimit --nofile=N:N --`) when given.
+ * published; under `prefix` (`prlimit --nofile=N:N --`) when given; without `--no-open` when
+ * `opensBrowser` (the test of the opener).
  */
 export async function startConsoleProcess(
   stateDir: string,
@@ -36,8 +37,10 @@ export async function startConsoleProcess(
   cwd?: string,
   env: Record<string, string> = {},
   prefix: string[] = [],
+  opensBrowser = false,
 ): Promise<RunningConsole> {
-  const argv = [...prefix, NODE, CLI, "console", "--no-open", "--state-dir", stateDir, ...extra];
+  const open = opensBrowser ? [] : ["--no-open"];
+  const argv = [...prefix, NODE, CLI, "console", ...open, "--state-dir", stateDir, ...extra];
   const child: ChildProcess = spawn(argv[0]!, argv.slice(1), {
     env: hostEnv(env),
     cwd,
