@@ -22,6 +22,9 @@ export interface Pending {
   serverLabel: string;
   executionEpoch: string;
   fingerprint: string;
+  createdAt: string;
+  /** when the request stops being pending unless decided (its created time plus its life) */
+  expiresAt: string;
 }
 
 export async function pending(stateDir: string): Promise<Pending[]> {
