@@ -207,7 +207,7 @@ describe("portcullis console flags and configuration", () => {
     }
   });
 
-  it("console.proofWindow 0 in portcullis.json: the login proof is not kept, decisions and the audit ask", async () => {
+  it("console.proofWindow 0 in portcullis.json: the login proof is not kept, decisions and the audit ask; by default it is kept 5 minutes", async () => {
     const stateDir = newStateDir();
     const cwd = tempDir("portcullis-console-cfg-");
     writeFileSync(join(cwd, "portcullis.json"), JSON.stringify({ servers: {}, console: { proofWindow: 0 } }));
@@ -225,11 +225,19 @@ describe("portcullis console flags and configuration", () => {
       removeDir(cwd);
       removeDir(stateDir);
     }
-    // …and by default the proof is kept (the audit opens without asking again).
+    // …and by default the proof is kept for 5 minutes (the audit opens without asking again).
     const dir = newStateDir();
     const d = await startConsoleProcess(dir);
     try {
+      const before = Date.now();
       const s = await httpLogin(d.url);
+      const home = await raw(`${d.url}/`, { headers: { Cookie: s.cookie } });
+      const elapsedS = Math.ceil((Date.now() - before) / 1000);
+      // what is left of the window as the page was drawn: 300 s less the time since the login at
+      // most (the window was begun between \`before\` and now), never more than 300 s
+      const left = Number(/passphrase proven \((\d+)s left\)/.exec(home.body)?.[1]);
+      expect(left).toBeLessThanOrEqual(300);
+      expect(left).toBeGreaterThanOrEqual(300 - elapsedS);
       const opened = await post(
         d.url,
         "/audit/open",
