@@ -120,7 +120,12 @@ describe("deciding in the console", () => {
     const text = (await card.textContent())!;
     expect(text).toContain("Who asks");
     expect(text).toContain('"first"');
-    expect(text).toMatch(/enum preview\|production|"preview"/);
+    // the tool with its default and enum visible; the effective arguments, the default the call
+    // left out filled in and said to be one; the credential scopes (none for this tool)
+    expect(text).toContain('target: string, default "preview" (enum preview|production)');
+    expect(text).toContain("Arguments (schema defaults applied, secrets redacted)");
+    expect(text).toMatch(/target"preview"[^\n]*schema default/);
+    expect(text).toContain("credential scopes (none)");
     await card.getByTestId("approve-session").click();
     await page.waitForSelector("p.outcome");
     expect(await page.locator("p.outcome").textContent()).toMatch(/^approved/);
