@@ -126,7 +126,8 @@ describe.concurrent("a request outlives the call that raised it", () => {
       cleanup,
     );
     // a console "runs" for this state dir: this test process owns the address file
-    writeConsoleAddress(stateDir, "http://127.0.0.1:45999");
+    // (its ticket is for the human's own links: never in what the agent is told)
+    writeConsoleAddress(stateDir, "http://127.0.0.1:45999", "ticket-for-the-human-only");
     cleanup.push(() => rmSync(consoleAddressPath(stateDir), { force: true }));
 
     const e = refusal(
@@ -141,6 +142,7 @@ describe.concurrent("a request outlives the call that raised it", () => {
       approvalRequest: id,
       console: `http://127.0.0.1:45999/requests/${id}`,
     });
+    expect(JSON.stringify(e)).not.toContain("ticket-for-the-human-only");
     expect(typeof e.data.pendingUntil).toBe("string");
     expect(e.data.retry).toMatch(/stays pending for 1 more minute/);
     expect(e.data.retry).toMatch(/retry this same call/);

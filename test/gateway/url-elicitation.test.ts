@@ -85,8 +85,14 @@ async function modernAccepting(
   return { gw, asked };
 }
 
+/**
+ * The ticket the running console's address holds: the human's own links carry it, and no URL a
+ * client is sent may (the URL names the request, never a credential or token).
+ */
+const TICKET = "ticket-for-the-human-only";
+
 function consoleRuns(stateDir: string, cleanup: Cleanup): void {
-  writeConsoleAddress(stateDir, CONSOLE);
+  writeConsoleAddress(stateDir, CONSOLE, TICKET);
   cleanup.push(() => rmSync(consoleAddressPath(stateDir), { force: true }));
 }
 
@@ -105,6 +111,7 @@ describe.concurrent("URL-mode elicitation", () => {
     const req = await nextStoredRequest(stateDir);
     const first = await waitFor(() => asked[0], 20_000, "an elicitation/create from the gateway");
     expect(first).toMatchObject({ mode: "url", url: `${CONSOLE}/requests/${req.request}` });
+    expect(JSON.stringify(first)).not.toContain(TICKET);
     expect(typeof first.elicitationId).toBe("string");
     expect(first.message).toContain("read_status");
     // the client said "accept": logged, and the request still waits for a human
