@@ -1,6 +1,7 @@
-// The console's Catalog page shows two revisions side by side as `catalog diff` shows them: each
-// of the server's pieces redacted on its own (shownDiff). It showed the diff as diffCatalogs made
-// it, so a credential in a description (redacted by key only in schema values) was on the page.
+// The console's Catalog page shows two revisions side by side as `catalog diff` shows them (a
+// column per revision, each change classified): each of the server's pieces redacted on its own
+// (shownDiff). It showed the diff as diffCatalogs made it, so a credential in a description
+// (redacted by key only in schema values) was on the page.
 // Two revisions recorded in the store as a gateway records them, the real console over HTTP.
 import { afterEach, describe, expect, it } from "vitest";
 import { recordRevision, snapshotOf, type Tool } from "../../src/catalog/index.js";
@@ -17,7 +18,7 @@ afterEach(async () => {
 const KEY = "sk-live-51HvX9c2eZvKYlo2C0THESECRET";
 
 describe("the console's Catalog page", () => {
-  it("shows what changed, a secret-like property's name included, and no secret", async () => {
+  it("shows what changed side by side with its classification, a secret-like property's name included, and no secret", async () => {
     const stateDir = newStateDir();
     const db = openStore(stateDir);
     const before: Tool[] = [
@@ -46,5 +47,12 @@ describe("the console's Catalog page", () => {
     expect(page.body).toContain("inputSchema.properties.passwordLength");
     expect(page.body).toContain("Send Bearer [redacted] or [redacted] if asked.");
     expect(page.body).not.toContain("THESECRET");
+    // side by side: one column per revision, each change's row holding the before and the after,
+    // with its classification, and the diff's own (the description now names new effects)
+    expect(page.body).toContain('<span class="cls cls-expands">expands authority</span>');
+    expect(page.body).toContain("<th>revision 1</th><th>revision 2</th>");
+    expect(page.body).toMatch(
+      /<td><code class="name">description<\/code><\/td><td>description changed[^<]*<\/td><td>(?:(?!<\/td>).)*&quot;Resets the cache\.&quot;(?:(?!<\/td>).)*<\/td><td>(?:(?!<\/td>).)*Send Bearer \[redacted\](?:(?!<\/td>).)*<\/td><td><span class="cls cls-expands">expands<\/span>/s,
+    );
   });
 });
