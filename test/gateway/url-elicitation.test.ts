@@ -128,6 +128,25 @@ describe.concurrent("URL-mode elicitation", () => {
     expect(asked).toHaveLength(1);
   });
 
+  it("a client that answers decline denies nothing: the request stays pending, and a human's approval runs the call", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const cleanup = teardownOf(onTestFinished);
+    const stateDir = newStateDir();
+    consoleRuns(stateDir, cleanup);
+    const { gw, asked } = await gateway(cleanup, stateDir, { elicitation: { url: {} } }, "decline");
+    const call = gw.client.callTool({ name: "read_status", arguments: {} });
+    const req = await nextStoredRequest(stateDir);
+    await waitFor(() => asked[0], 20_000, "an elicitation/create from the gateway");
+    await gw.waitForStderr(
+      new RegExp(`answered the URL elicitation of request ${req.request} with "decline": not a decision`),
+    );
+    expect(storedPending(stateDir).map((p) => p.request)).toEqual([req.request]);
+    await decideByCli(stateDir, "approve", req.request);
+    expect((await call).isError).toBeFalsy();
+  });
+
   it("a client without the capability is never asked; with it but no console running, neither", async ({
     expect,
     onTestFinished,
