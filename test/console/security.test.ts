@@ -583,7 +583,7 @@ function activeOf(request: string): string | undefined {
 }
 
 describe("a session's POST routes, every one", () => {
-  it("refuses each without a session (403), and only the login's routes are served before it", async () => {
+  it("refuses each without a session (403), and only the login's routes are served before it; with one, each from another Origin or without its CSRF token", async () => {
     const sample = "01JQ7R4S4S0QJ7GZP1S2AAAAAA";
     const posts = [...PASSKEY_ROUTES, ...CONSOLE_ROUTES].filter((r) => r.method === "POST");
     // A new POST served before the passphrase must be added here on purpose.
@@ -617,6 +617,29 @@ describe("a session's POST routes, every one", () => {
         expect(r.body, path).toContain("log in first");
         expect(String(r.headers["set-cookie"] ?? ""), path).not.toContain("portcullis_session_");
       }
+      // with the live session: from another Origin, or without its CSRF token, each is refused
+      // before its handler runs (no route is exempt from either check)
+      const sent = (origin: string, csrf: string | null) =>
+        raw(`${base}${path}`, {
+          method: "POST",
+          headers: {
+            Origin: origin,
+            Cookie: a.cookie,
+            "Content-Type": json ? "application/json" : "application/x-www-form-urlencoded",
+            ...(csrf !== null ? { "X-CSRF-Token": csrf } : {}),
+          },
+          body: json ? "{}" : new URLSearchParams(csrf !== null ? { csrf } : {}).toString(),
+        });
+      const foreign = await sent("http://evil.test", a.csrf);
+      expect([foreign.status, foreign.body], path).toEqual([
+        403,
+        "refused: the Origin of this request is not the console\n",
+      ]);
+      const tokenless = await sent(base, null);
+      expect([tokenless.status, tokenless.body], path).toEqual([
+        403,
+        "refused: missing or wrong CSRF token\n",
+      ]);
     }
   });
 });
