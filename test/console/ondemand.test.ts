@@ -1,8 +1,8 @@
 // A gateway that asks for a decision starts the console of its state directory; the console it
 // started goes away with that state directory; a console that cannot start changes nothing for
 // the call.
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { delimiter, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readConsoleAddress } from "../../src/console/address.js";
 import { processStartTime } from "../../src/identity/proc.js";
@@ -12,10 +12,20 @@ import { newStateDir } from "../helpers/state.js";
 import { catalogFile, DEPLOY_TOOL, gatewayFor, httpLogin, raw, stopConsoleOf } from "./helpers.js";
 
 describe("the console on demand", () => {
-  it("is started by the first request, reused by the next, and stops once its state directory is gone", async () => {
+  it("is started by the first request, opening no browser, reused by the next, and stops once its state directory is gone", async () => {
     const stateDir = newStateDir();
     const dir = tempDir("portcullis-console-tools-");
-    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]), ["--approval", "per-call"]);
+    // An agent's call opens no browser: the console it starts is told --no-open (the human hears
+    // of the request from the gateway's stderr and the desktop notification). An opener first on
+    // PATH writes down any run.
+    const opened = join(dir, "opened.log");
+    for (const name of ["xdg-open", "open"]) {
+      writeFileSync(join(dir, name), `#!/bin/sh\necho "$*" >> '${opened}'\n`);
+      chmodSync(join(dir, name), 0o755);
+    }
+    const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]), ["--approval", "per-call"], {
+      PATH: `${dir}${delimiter}${process.env.PATH ?? ""}`,
+    });
     let pid = 0;
     try {
       expect(readConsoleAddress(stateDir)).toBeNull();
@@ -44,6 +54,8 @@ describe("the console on demand", () => {
       expect(readConsoleAddress(stateDir)?.pid).toBe(pid);
       await decideByCli(stateDir, "approve", r2.request, "--for", "call");
       expect((await second).isError).toBeFalsy();
+      // (the console started with the first request, two decisions ago)
+      expect(existsSync(opened)).toBe(false);
     } finally {
       await gw.close();
       removeDir(dir);
