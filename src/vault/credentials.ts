@@ -45,6 +45,14 @@ export function parseCredentials(raw: unknown, fail: (key: string, what: string)
       fail(`${at}.secret`, "must name a secret (letters, digits, '.', '_', '-')");
     const deliver = o.deliver ?? "http";
     if (deliver !== "env" && deliver !== "http") fail(`${at}.deliver`, 'must be "http" or "env"');
+    // Environment delivery hands the value to the server at spawn, and from then on the server
+    // sends it wherever it likes: a host list beside it would be read by the user as a limit that
+    // nothing enforces. Refused, never ignored in silence.
+    if (deliver === "env" && o.hosts !== undefined)
+      fail(
+        `${at}.hosts`,
+        'does not apply to deliver "env": the server holds the value from its start and may send it anywhere; remove hosts, or deliver "http" to have the value sent only to those hosts',
+      );
     let hosts: string[] = [];
     if (o.hosts !== undefined) {
       if (!Array.isArray(o.hosts) || o.hosts.some((h) => typeof h !== "string"))

@@ -30,6 +30,15 @@ describe("credentials in portcullis.json", () => {
     [{ K: { secret: "s", deliver: "ftp" } }, 'credentials.K.deliver must be "http" or "env"'],
     [{ K: { secret: "s", extra: 1, deliver: "env" } }, "credentials.K.extra is not a known key"],
     [{ K: { secret: "s" } }, "credentials.K.hosts must name at least one host"],
+    // an env-delivered value goes wherever the server sends it: a host list would be no limit
+    [
+      { K: { secret: "s", deliver: "env", hosts: ["api.example.com"] } },
+      'credentials.K.hosts does not apply to deliver "env"',
+    ],
+    [
+      { K: { secret: "s", deliver: "env", hosts: [] } },
+      'credentials.K.hosts does not apply to deliver "env"',
+    ],
     [
       { K: { secret: "s", hosts: ["http://x"] } },
       'credentials.K.hosts[0] "http://x" is not HOST or HOST:PORT',
