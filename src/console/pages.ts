@@ -3,7 +3,7 @@
  * only script is console.js, the only style console.css (both served by us, under this run's own
  * path and with their hashes: assetPaths.ts).
  */
-import { activeGrants } from "../approval/grants.js";
+import { type ActiveGrant, activeGrants } from "../approval/grants.js";
 import type { ApprovalRequest } from "../approval/requests.js";
 import { ShownDecisions } from "../approval/shownDecisions.js";
 import {
@@ -297,12 +297,22 @@ export function grantsBody(db: Store, stateDir: string, csrf: string, offset = 0
           ({ g, why }) => html`<tr data-testid="grant" data-grant-id="${g.grant}">
           <td><code>${storedText(g.grant)}</code>${g.runAlive ? "" : html`<br><small>its gateway is gone</small>`}</td>
           <td>${storedText(g.serverLabel)} · ${g.toolScope.map((t, i) => html`${i > 0 ? ", " : ""}${cappedToolName(t.name)}`)}</td>
-          <td>${storedText(g.mode)}</td><td><code>${storedText(g.executionEpoch)}</code></td>
+          <td>${storedText(g.mode)}</td><td><code>${storedText(g.executionEpoch)}</code>${epochMovedOn(g)}</td>
           <td>${storedList(g.credentialScope)}</td>
           <td>${storedText(g.issuedAt)}<br><small>${storedText(g.approvedBy)}</small>${notHonouredNote(why)}</td>
           <td><form method="post" action="/grants/${encodeURIComponent(g.grant)}/revoke"><input type="hidden" name="csrf" value="${csrf}"><button type="submit" class="danger" data-testid="revoke">Revoke</button></form></td></tr>`,
         )}</tbody></table>`
   }`;
+}
+
+/**
+ * A grant whose server now runs another epoch (its gateway's status row says so): listed until
+ * the run's next call ends it, but covering none of the new code's calls, which the human must
+ * not take for approved. Shown, never decided on: the row is the store's, not a proof.
+ */
+function epochMovedOn(g: ActiveGrant): Html | string {
+  if (g.serverEpoch === null || g.serverEpoch === g.executionEpoch) return "";
+  return html`<br><small data-testid="grant-epoch-moved">the server now runs epoch <code>${storedText(g.serverEpoch)}</code>: this grant covers none of its calls, and ends at the run's next call that needs an approval</small>`;
 }
 
 /** Revisions of one label drawn on the Catalog page: the latest. */

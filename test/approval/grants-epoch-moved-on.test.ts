@@ -4,8 +4,9 @@
 // still lists it, and says that its server now runs another epoch and that it covers none of
 // that code's calls: a human reading the list is not to take the new code for approved. Real
 // gateway, the revisioned fixture server rebuilt under onChange restart, approvals and the list
-// by the real CLI.
+// by the real CLI, and the console's Grants page over HTTP.
 import { afterEach, describe, expect, it } from "vitest";
+import { httpLogin, raw, startConsoleProcess } from "../console/helpers.js";
 import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
@@ -73,6 +74,16 @@ describe("portcullis grants after the server's epoch changed", () => {
     expect(after.text).toContain(
       `the server now runs epoch ${epochB}: this grant covers none of its calls, and ends at the run's next call that needs an approval`,
     );
+    // the console's Grants page says the same beside the grant's epoch
+    const consoleRun = await startConsoleProcess(stateDir);
+    cleanup.push(() => consoleRun.stop());
+    const session = await httpLogin(consoleRun.url);
+    const page = await raw(`${consoleRun.url}/grants`, { headers: { Cookie: session.cookie } });
+    expect(page.status).toBe(200);
+    const moved = /data-testid="grant-epoch-moved">([^]*?)<\/small>/.exec(page.body)?.[1];
+    expect(moved?.replace(/<\/?code>/g, ""), page.body).toBe(
+      `the server now runs epoch ${epochB}: this grant covers none of its calls, and ends at the run's next call that needs an approval`,
+    );
 
     // the run's next call is refused stale once, which ends the grant: no longer listed
     await gw.client.listTools();
@@ -83,5 +94,7 @@ describe("portcullis grants after the server's epoch changed", () => {
     const ended = await grants(stateDir);
     expect(ended.json).toEqual([]);
     expect(ended.text).toBe("no grant is active\n");
+    const gone = await raw(`${consoleRun.url}/grants`, { headers: { Cookie: session.cookie } });
+    expect(gone.body).not.toContain("grant-epoch-moved");
   }, 120_000);
 });
