@@ -80,7 +80,7 @@ describe("portcullis grants after the server's epoch changed", () => {
     const session = await httpLogin(consoleRun.url);
     const page = await raw(`${consoleRun.url}/grants`, { headers: { Cookie: session.cookie } });
     expect(page.status).toBe(200);
-    const moved = /data-testid="grant-epoch-moved">([^]*?)<\/small>/.exec(page.body)?.[1];
+    const moved = /data-testid="grant-epoch-moved">([\s\S]*?)<\/small>/.exec(page.body)?.[1];
     expect(moved?.replace(/<\/?code>/g, ""), page.body).toBe(
       `the server now runs epoch ${epochB}: this grant covers none of its calls, and ends at the run's next call that needs an approval`,
     );
