@@ -142,7 +142,11 @@ async function storeAndHand(
 function checkHost(h: string, i: number): string {
   // By position, not by value: a word that is no host name may be the secret in the wrong place.
   const d = declaredHost(h);
-  if ("problem" in d) throw new UsageError(`vault set: --host number ${i + 1} ${d.problem}.`);
+  if ("problem" in d) {
+    // a URL's host is said back (the flag as it should be written); no other part of the word is
+    const instead = d.instead === undefined ? "" : `: --host ${d.instead}`;
+    throw new UsageError(`vault set: --host number ${i + 1} ${d.problem}${instead}.`);
+  }
   return d.host;
 }
 

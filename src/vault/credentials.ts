@@ -59,7 +59,9 @@ export function parseCredentials(raw: unknown, fail: (key: string, what: string)
         fail(`${at}.hosts`, 'must be an array of "host" or "host:port" strings');
       hosts = (o.hosts as string[]).map((h, i) => {
         const d = declaredHost(h);
-        return "host" in d ? d.host : fail(`${at}.hosts[${i}]`, `${quotedName(h)} ${d.problem}`);
+        if ("host" in d) return d.host;
+        const instead = d.instead === undefined ? "" : `: ${quotedName(d.instead)}`;
+        return fail(`${at}.hosts[${i}]`, `${quotedName(h)} ${d.problem}${instead}`);
       });
       const twice = repeatedHost(hosts);
       if (twice)

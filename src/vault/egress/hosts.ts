@@ -22,9 +22,14 @@ export interface Destination {
  * outside 1–65535. Checked where it is written, so that a secret is never stored for a
  * destination no request can have.
  */
-export function declaredHost(text: string): { host: string } | { problem: string } {
+export function declaredHost(text: string): { host: string } | { problem: string; instead?: string } {
   const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]]+))(?::(\d{1,5}))?$/.exec(text);
-  if (!m) return { problem: "is not HOST or HOST:PORT" };
+  if (!m) {
+    const instead = hostOfUrl(text);
+    return instead === null
+      ? { problem: "is not HOST or HOST:PORT" }
+      : { problem: "is not HOST or HOST:PORT but a URL; write its host without the scheme", instead };
+  }
   const name = m[2];
   if (name !== undefined && (!NAME.test(name) || name.length > 254))
     return { problem: "is not a DNS name or an IP address" };
@@ -41,6 +46,25 @@ export function declaredHost(text: string): { host: string } | { problem: string
     return { problem: m[1] !== undefined ? "is not an IPv6 address" : "is not a DNS name or an IP address" };
   const host = value.includes(":") ? `[${value}]` : value;
   return { host: m[3] !== undefined ? `${host}:${Number(m[3])}` : host };
+}
+
+/**
+ * What to declare for a URL written where a host goes (`https://api.example.com/v1` is
+ * `api.example.com`; `https://api.example.com:8443` is `api.example.com:8443`), or null when the
+ * text is no http(s)/ws(s) URL with a valid host. Only the host and a port other than the
+ * scheme's default are taken: those default ports (443, 80) are what a host declared without a
+ * port already means. A path, query or userinfo is never repeated (it may hold a token).
+ */
+function hostOfUrl(text: string): string | null {
+  if (!/^(https?|wss?):\/\//i.test(text)) return null;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return null;
+  }
+  const d = declaredHost(url.port === "" ? url.hostname : `${url.hostname}:${url.port}`);
+  return "host" in d ? d.host : null;
 }
 
 /**
