@@ -216,6 +216,8 @@ export async function watchRequests(
   // (the requests stayed listed as pending until something else changed). Any other failure is
   // tried again at the next change, as before.
   let unclosed: Unclosed | null = null;
+  // the "pending" lines of the first read, for the line saying the watch began (sayWatching)
+  let toldPending = 0;
   try {
     for (;;) {
       // one stat of each file per read: the list and the sweep are of the store the others use
@@ -228,8 +230,10 @@ export async function watchRequests(
         // while reading makes the next stamp differ
         const stamp = pendingStamp(db);
         if (changed || stamp !== lastStamp) {
+          const first = lastStamp === null;
           lastStamp = stamp;
           readAndShow();
+          if (first && json) sayWatching();
         }
       }
       const wake = await Promise.race([
@@ -250,6 +254,20 @@ export async function watchRequests(
    */
   function readAndShow(): void {
     db.transaction(json ? readJson : readText)();
+  }
+
+  /**
+   * Said once, on stderr, after the first read's lines: the text watch's list says at once that it
+   * began ("no approval request is pending"), and --json printed nothing while nothing was
+   * pending, so a script could not tell a watch that had begun from one still opening the store.
+   * Not a line of stdout: that stream is one line per change, and its readers take the first line
+   * for the first request (README.md, where the lines are listed, says so).
+   */
+  function sayWatching(): void {
+    const n = toldPending;
+    process.stderr.write(
+      `portcullis approvals --watch: watching; ${n === 0 ? "no approval request is pending" : `${n} pending approval request(s) told above`} (a line per change follows; Ctrl-C to exit)\n`,
+    );
   }
 
   function readJson(): void {
@@ -283,6 +301,7 @@ export async function watchRequests(
         },
       });
       followed.tell(r);
+      toldPending += 1;
     }
     for (const id of followed.closedSince()) {
       const closed = getRequest(db, id);
