@@ -106,6 +106,12 @@ export async function unlockCommand(args: string[], ctx: { stateDir: string }): 
         process.stdout.write(
           `vault unlocked until ${until.toISOString()} (${scopes.length} secret${scopes.length === 1 ? "" : "s"}); ${quotedCommand("lock", ctx.stateDir)} locks it now\n`,
         );
+        // an empty vault unlocked releases nothing: said with the command that fills it, as
+        // `vault list` says it (vault set hands a value to the running holder, no unlock again)
+        if (scopes.length === 0)
+          process.stdout.write(
+            `no secret stored; add one with ${quotedCommand("vault set NAME --host HOST", ctx.stateDir)} (or --deliver env): the unlocked vault holds it at once\n`,
+          );
         return EXIT_OK;
       } finally {
         guard.end();
