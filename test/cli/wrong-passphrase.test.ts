@@ -1,14 +1,16 @@
 // One rule for a wrong passphrase (README, "Exit codes"): every command that asks for the
 // passphrase of an existing keyring exits 1 (a check failed) with one sentence saying the
 // passphrase is wrong, and changes nothing. Real CLI processes, the passphrase from
-// PORTCULLIS_PASSPHRASE_FILE; approve and deny against a real gateway's pending request.
-import { writeFileSync } from "node:fs";
+// PORTCULLIS_PASSPHRASE_FILE; approve and deny against a real gateway's pending request. The
+// README's list of those commands is read and must name each one run here: it left out
+// `rotate-keys`, whose own help says a wrong current passphrase is exit 1.
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { nextRequest, pending } from "../helpers/approvals.js";
 import { tempDir } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
-import { fixtureCommand } from "../helpers/paths.js";
+import { fixtureCommand, REPO } from "../helpers/paths.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -21,6 +23,28 @@ function wrongPassphraseEnv(): Record<string, string> {
   const file = join(tempDir("portcullis-wrong-pass-"), "passphrase");
   writeFileSync(file, "not the passphrase\n", { mode: 0o600 });
   return { ...passphraseEnv(), PORTCULLIS_PASSPHRASE_FILE: file };
+}
+
+/**
+ * The commands README's "Exit codes" sentence says exit 1 on a wrong passphrase, each written out
+ * (`vault set|rm` is `vault set` and `vault rm`).
+ */
+function readmeWrongPassphraseCommands(): string[] {
+  const readme = readFileSync(join(REPO, "README.md"), "utf8").replace(/\s+/g, " ");
+  const start = "every command that asks for one (";
+  const at = readme.indexOf(start);
+  expect(at, start).toBeGreaterThanOrEqual(0);
+  // the list ends at its ";" (what asks for a new passphrase follows) or its ")"
+  const list = readme.slice(at + start.length).split(/[;)]/)[0]!;
+  return [...list.matchAll(/`([^`]+)`/g)].flatMap(([, c]) => {
+    const [head, ...rest] = c!.split(" ");
+    return rest.length === 0
+      ? [head!]
+      : rest
+          .join(" ")
+          .split("|")
+          .map((sub) => `${head} ${sub}`);
+  });
 }
 
 describe("a wrong passphrase", () => {
@@ -50,7 +74,10 @@ describe("a wrong passphrase", () => {
       { args: ["audit", "sessions"] },
       { args: ["audit", "activity", "--json"] },
       { args: ["audit", "show", "1"] },
+      { args: ["passphrase"] },
+      { args: ["rotate-keys"] },
     ];
+    const keyring = readFileSync(join(stateDir, "keyring.json"));
     for (const { args, input } of commands) {
       const r = await runCli(args, { stateDir, env: wrongPassphraseEnv(), input });
       const what = args.join(" ");
@@ -60,10 +87,17 @@ describe("a wrong passphrase", () => {
       );
     }
 
-    // nothing changed: the secret is there, the other never stored, the request still pending
+    // nothing changed: the keyring, the secret is there, the other never stored, the request still pending
+    expect(readFileSync(join(stateDir, "keyring.json")).equals(keyring)).toBe(true);
     const list = await runCli(["vault", "list", "--json"], { stateDir });
     expect((JSON.parse(list.stdout).secrets as { name: string }[]).map((s) => s.name)).toEqual(["api"]);
     expect((await pending(stateDir)).map((p) => p.request)).toEqual([req.request]);
+
+    // the README names every command run here, and no other
+    const named = (args: string[]) =>
+      ["vault", "audit"].includes(args[0]!) ? args.slice(0, 2) : args.slice(0, 1);
+    const run = new Set(commands.map(({ args }) => named(args).join(" ")));
+    expect(readmeWrongPassphraseCommands().sort()).toEqual([...run].sort());
 
     // a keyring that cannot be used is no check that failed: exit 2, as from every command (README)
     writeFileSync(join(stateDir, "keyring.json"), "");
