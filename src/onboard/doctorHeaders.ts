@@ -2,13 +2,15 @@
 // host reads it from there (its own "headers" for a server it reaches by URL) or hands it to
 // `portcullis run --url … --header 'Name: value'` in the entry's args: either way the value sits
 // in a file every process of the user can read, where the vault would keep it (a header from the
-// vault is put in at each request, docs/configuration.md "headers"). Judged by the header's NAME
-// only, as the env check is (doctorLabels.ts): the value is never printed, nor compared.
+// vault is put in at each request, docs/configuration.md "headers"). Judged by the rule `run --url
+// --header` warns by and a URL's query parameter is refused by (isSecretQueryParameter: a
+// secret-like name, a name ending in `key`, or a value that looks generated), so doctor and the
+// gateway it advises on agree; the value is never printed, nor compared with anything.
 import { quotedName } from "../catalog/text.js";
 import { CONFIG_FILE, type ServerConfig } from "../config/config.js";
 import { keyPath } from "../config/unknownKeys.js";
 import { quotedCommand } from "../store/stateDir.js";
-import { isSecretName } from "../util/redact/names.js";
+import { isSecretQueryParameter } from "../util/redact/urlQueries.js";
 import { shellWord } from "../util/shellWord.js";
 import { hostFillsIn } from "./doctorEnv.js";
 import { entryRun } from "./doctorLabels.js";
@@ -73,8 +75,8 @@ export function headerFindings(
 }
 
 /**
- * The names of the entry's own "headers" that hold a credential written out (by name: the value
- * is neither printed nor compared): what wrap, which leaves an HTTP entry alone, says it keeps.
+ * The names of the entry's own "headers" that hold a credential written out (inClear; only the
+ * names are said, never a value): what wrap, which leaves an HTTP entry alone, says it keeps.
  */
 export function headersInClear(entry: Entry): string[] {
   const headers = entry.headers;
@@ -86,7 +88,7 @@ export function headersInClear(entry: Entry): string[] {
 
 /**
  * The headers of a portcullis.json server reached by "url" whose value is written out, in clear,
- * under a name that says it carries a credential: the file the advice for a host file's header
+ * taken for a credential (inClear): the file the advice for a host file's header
  * sends the user to, where the vault form ({"secret", "format"}) keeps the value out of it. A
  * value there is sent as written (`${VAR}` is no placeholder in portcullis.json), but one that
  * looks like one holds no credential, as in a host file.
@@ -114,12 +116,13 @@ function formatOf(value: string): string {
 }
 
 /**
- * A header whose name says it carries a credential (Authorization, X-Api-Key, a …-Token), with a
- * value written out: not one the host fills in from its environment when it starts the entry
- * (`${VAR}`, `${env:VAR}`, `Bearer ${TOKEN}`: the credential is not in the file then).
+ * A header taken for a credential (its name says so: Authorization, X-Api-Key, a …-Token, a
+ * …-Key; or its value looks generated, under whatever name: `X-Auth-Ref: 9f2c…`), with a value
+ * written out: not one the host fills in from its environment when it starts the entry (`${VAR}`,
+ * `${env:VAR}`, `Bearer ${TOKEN}`: the credential is not in the file then).
  */
 function inClear(name: string, value: string): boolean {
-  return value.trim() !== "" && isSecretName(name) && !hostFillsIn(value);
+  return value.trim() !== "" && isSecretQueryParameter(name, value) && !hostFillsIn(value);
 }
 
 function finding(
