@@ -275,6 +275,9 @@ export async function main(argv: string[]): Promise<number> {
       );
     // the help of help (`help --help`, `help -h`, `help help`) is the command list
     if (topic === "--help" || topic === "-h" || topic === "help") return main(["--help"]);
+    // an option where the command goes (`portcullis --help --json`) is named as the option it
+    // is, not refused as a command word that "does not read as" one
+    if (topic!.startsWith("-")) throw new UsageError(`${name}: ${optionForHelp(topic!)}.`);
     if (!Object.hasOwn(commands, topic!) || topic!.startsWith("__"))
       throw new UsageError(`${name}: ${unknownCommand(topic!)}.`);
     return main([topic!, "--help"]);
@@ -328,6 +331,21 @@ function unknownCommand(word: string): string {
       )
     : null;
   return `unknown command ${shown}${near ? ` (did you mean ${near}?)` : ""}; run 'portcullis --help' for the list`;
+}
+
+/**
+ * The refusal, without its final period, of a dashed word given to `--help` or `help` where the
+ * command goes: the option by its name (only when it reads as one: flagName), said to be none of
+ * portcullis's own (--help, --version), and where a command's options go.
+ */
+function optionForHelp(word: string): string {
+  const flag = flagName(word);
+  if (flag === NOT_SHOWN_FLAG)
+    return `a word that starts with '-' came where the command goes (not shown: it does not read as an option, and may be a secret typed in the wrong place); give a command (portcullis help COMMAND)`;
+  if (flag === "--version" || flag === "-V") return `${flag} is given alone (portcullis ${flag})`;
+  const meant = ownOptionMeant(flag);
+  if (meant) return `unknown option ${flag} (did you mean ${meant}?)`;
+  return `${flag} is not one of portcullis's own options (--help, --version); a command's options go after the command (portcullis COMMAND ${flag} …), and 'portcullis help COMMAND' says which it takes`;
 }
 
 /**
