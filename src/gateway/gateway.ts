@@ -223,7 +223,10 @@ export class Gateway {
       callScopes: o.callScopes,
       current,
       serverDown: () => refuse.serverDown(link),
-      notReading: () => (link.notReading ? refuse.serverNotReading(link.notReading) : null),
+      // (and past the bound of the client's requests waiting for the server's answer: one that
+      // reads them but answers none holds each, InFlight.tooManyAtServer)
+      notReading: () =>
+        link.notReading ? refuse.serverNotReading(link.notReading) : this.inFlight.tooManyAtServer(),
       view: () => this.view(),
       auth: () => this.auth,
       ended: () => this.ended,

@@ -70,7 +70,11 @@ export interface GuardedRequestsPorts {
    * loop under a watcher), or a remote server cannot be reached; null otherwise
    */
   serverDown(): ErrorObject | null;
-  /** server_unavailable while the launched server reads none of its input (ServerLink.notReading); null otherwise */
+  /**
+   * server_unavailable while the launched server reads none of its input (ServerLink.notReading),
+   * or while as many of the client's requests as may wait there wait for its answer
+   * (InFlight.tooManyAtServer); null otherwise
+   */
   notReading?(): ErrorObject | null;
   view(): ServerView;
   /** the approval layer of the agent run, once it began */

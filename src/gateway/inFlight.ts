@@ -13,6 +13,7 @@ import type { LinkGeneration as Generation, ServerLink } from "../supervisor/lin
 import { STDIN_BACKLOG_BYTES } from "../supervisor/workerPipes.js";
 import { seconds } from "../util/duration.js";
 import type { Logger } from "../util/log.js";
+import { SparingWarnings } from "../util/sparingWarnings.js";
 import type { CallName } from "./clientIdText.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
@@ -182,7 +183,18 @@ export interface InFlightPorts {
  * call_interrupted when the client cancels it, its process goes away or the gateway stops.
  */
 export class InFlight {
-  private readonly upstream = new IdMap<Pending>((p) => this.untrackToken(p));
+  private readonly upstream = new IdMap<Pending>((p) => this.left(p));
+  /**
+   * The client's requests in `upstream` it waits on (not cancelled): what MAX_AT_SERVER bounds,
+   * counted as they come and go rather than by a walk of every request at each new one.
+   */
+  private waiting = 0;
+  /**
+   * The wire ids of the client's requests it cancelled that are still in `upstream`, oldest
+   * first: at most MAX_CANCELLED_KEPT are kept (see `cancel`).
+   */
+  private readonly cancelledWires: number[] = [];
+  private readonly thinned: SparingWarnings;
   /**
    * The client's requests in `upstream` by their progress token (`idKey` of it): what the server's
    * notifications/progress is checked against (`carriesToken`), once per notification, without a
@@ -226,6 +238,20 @@ export class InFlight {
 
   constructor(private readonly p: InFlightPorts) {
     this.unread = new UnreadInput(p.log);
+    this.thinned = new SparingWarnings((line) => p.log.warn(line));
+  }
+
+  /**
+   * server_unavailable when MAX_AT_SERVER of the client's requests already wait at the server for
+   * its answer, said on stderr sparingly (the client decides how often); null otherwise. Only
+   * called for a request about to be refused by it (a call or guarded read before its decision
+   * and after it, any other request as it is forwarded).
+   */
+  tooManyAtServer(): ErrorObject | null {
+    if (this.waiting < MAX_AT_SERVER) return null;
+    const why = `${this.waiting} requests of the client's wait for the server's answer, the most portcullis lets wait at one server`;
+    this.thinned.say("too-many", `refused a request of the client's, not sent to the server: ${why}`);
+    return refuse.serverNotAnswering(why);
   }
 
   /** The gateway replays the client's handshake to `gen`: what the client sends waits for its end. */
@@ -430,10 +456,16 @@ export class InFlight {
     // has its own course. A listen is checked here: one that names resources once its uris are
     // decided (listens decided together all passed the check before their decision; the caller
     // closes their records), one that names none as any request relayed as it came.
+    // So is a request past the bound of those waiting for the server's answer (a server that
+    // reads them but answers none): each would hold more of the gateway's memory.
     const deaf = extra.intent || extra.initializes ? null : this.p.link.notReading;
-    if (deaf) {
-      const e = refuse.serverNotReading(deaf);
-      this.p.downstream.send(errorResponse(msg.id, e.code, e.message, e.data));
+    const refused = deaf
+      ? refuse.serverNotReading(deaf)
+      : extra.intent || extra.initializes
+        ? null
+        : this.tooManyAtServer();
+    if (refused) {
+      this.p.downstream.send(errorResponse(msg.id, refused.code, refused.message, refused.data));
       return false;
     }
     const token = progressTokenOf(msg);
@@ -446,6 +478,7 @@ export class InFlight {
       ...extra,
     };
     const wire = this.upstream.add(entry, msg.id);
+    this.waiting++;
     if (token !== undefined) {
       const key = idKey(token);
       const same = this.byToken.get(key);
@@ -588,9 +621,11 @@ export class InFlight {
     return false;
   }
 
-  /** `p` left `upstream`: no longer found by its progress token. */
-  private untrackToken(p: Pending): void {
-    if (p.origin !== "client" || p.progressToken === undefined) return;
+  /** `p` left `upstream`: no longer counted as waiting, nor found by its progress token. */
+  private left(p: Pending): void {
+    if (p.origin !== "client") return;
+    if (!p.cancelled) this.waiting--;
+    if (p.progressToken === undefined) return;
     const key = idKey(p.progressToken);
     const same = this.byToken.get(key);
     if (same?.delete(p) && same.size === 0) this.byToken.delete(key);
@@ -723,17 +758,34 @@ export class InFlight {
     // MCP: initialize MUST NOT be cancelled (the SDK's request timeout cancels it all the same):
     // over for the client, its late answer dropped, and the server is not told (no wire id)
     if (entry.method === "initialize") {
-      entry.cancelled = true;
-      this.upstream.release(wire, requestId);
+      this.keepCancelled(entry, wire, requestId);
       return { wire: null, closedListen };
     }
     // a closed subscription: no more notifications on it, and not re-opened on a new epoch
     if (closedListen) this.upstream.delete(wire, requestId);
-    else {
-      entry.cancelled = true;
-      this.upstream.release(wire, requestId);
-    }
+    else this.keepCancelled(entry, wire, requestId);
     return { wire, closedListen };
+  }
+
+  /**
+   * `entry`, cancelled by the client, stays under `wire` only to recognise a late answer: a server
+   * that obeys the cancellation never sends one, so these would stay as long as the process lives,
+   * as many as the client cancels. Past MAX_CANCELLED_KEPT the oldest is forgotten: its late
+   * answer is then dropped as one under an unknown id (wire ids are never reused, so it can never
+   * reach another request).
+   */
+  private keepCancelled(entry: ClientPending, wire: number, requestId: Id): void {
+    entry.cancelled = true;
+    this.waiting--;
+    this.upstream.release(wire, requestId);
+    this.cancelledWires.push(wire);
+    if (this.cancelledWires.length <= MAX_CANCELLED_KEPT) return;
+    // (each one once: those answered or gone with their process meanwhile are skipped)
+    while (this.cancelledWires.length > MAX_CANCELLED_KEPT) {
+      const oldest = this.cancelledWires.shift() as number;
+      const p = this.upstream.get(oldest);
+      if (p?.origin === "client" && p.cancelled) this.upstream.delete(oldest);
+    }
   }
 
   /**
@@ -957,6 +1009,23 @@ const CARRIED_READS = new Set(["ping", "resources/list", "resources/templates/li
 
 /** Requests that change nothing: one lost with its process is told to be sent again as it is. */
 const LOST_READS: ReadonlySet<string> = new Set([...CARRIED_READS, "server/discover", "tools/list"]);
+
+/**
+ * How many of the client's requests may wait at one server for its answer at once (subscriptions
+ * included; not those the client cancelled). A real client has a few at a time (an agent's calls
+ * in parallel, its subscriptions), so a few thousand is far above any. A server that reads its
+ * input but answers nothing would otherwise hold each one the client sends, about 500 bytes of
+ * the gateway's heap and an intent left open in the audit, without end: 4,096 of them are about
+ * 2 MiB. The same bound as the server's requests waiting for the client (ServerRequests).
+ */
+export const MAX_AT_SERVER = 4096;
+
+/**
+ * How many requests the client cancelled are kept to recognise their late answers (see
+ * keepCancelled): a server that obeys a cancellation sends none, so without a bound they would
+ * pile up for as long as its process lives.
+ */
+const MAX_CANCELLED_KEPT = 4096;
 
 /** How many of the gateway's own requests it gave up on are remembered, to name their late answers. */
 const MAX_GAVE_UP = 64;

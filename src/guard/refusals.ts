@@ -558,6 +558,19 @@ export const refuse = {
     ),
 
   /**
+   * server_unavailable for a request past the bound of the client's requests at one server
+   * unanswered (`why` says how many wait): the server reads them but answers none, so each new
+   * one would only hold more of the gateway's memory.
+   */
+  serverNotAnswering: (why: string) =>
+    refusal(
+      "server_unavailable",
+      "The server has not answered the requests already sent to it; this one was not sent.",
+      why,
+      "wait for the requests already sent to end (or cancel them) and retry; if they never end, ask a human to check the server (it may be stuck) and restart it",
+    ),
+
+  /**
    * server_unavailable for a link that serves no server now: supervision paused (no server runs
    * until its files change), or a remote server that cannot be reached; null when neither.
    */

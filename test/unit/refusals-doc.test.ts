@@ -124,6 +124,8 @@ const everyConstructor: Record<keyof typeof refuse, () => ErrorObject | null> = 
   serverInputClosed: () => refuse.serverInputClosed(),
   serverUnreachable: () => refuse.serverUnreachable("connection refused"),
   serverNotReading: () => refuse.serverNotReading("its stdin is closed"),
+  serverNotAnswering: () =>
+    refuse.serverNotAnswering("4096 requests of the client's wait for the server's answer"),
   serverDown: () => refuse.serverDown({ unreachable: "connection refused" }),
   upstreamRedirect: () => refuse.upstreamRedirect(307, "https://example.com/mcp"),
   upstreamUnreadable: () => refuse.upstreamUnreadable("x"),
