@@ -12,6 +12,7 @@ import {
 } from "../relay/jsonrpc.js";
 import type { LinkGeneration as Generation } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
+import { SparingWarnings } from "../util/sparingWarnings.js";
 import type { CatalogSync } from "./catalogSync.js";
 import {
   type CallName,
@@ -103,6 +104,8 @@ export class GuardedRequests {
   /** tools/call (and other recorded requests) and tools/list requests held while identity-pending */
   private readonly heldCalls: HeldRequests;
   private readonly heldLists: HeldRequests;
+  /** the lines of requests refused because too many are held, said sparingly (the client decides how many) */
+  private readonly thinned: SparingWarnings;
   /**
    * calls between "received" and "written or refused", by the client's id, so a cancellation can
    * find them; one the client cancelled is no longer here (its id is free at once) but stays in
@@ -125,6 +128,7 @@ export class GuardedRequests {
   constructor(private readonly p: GuardedRequestsPorts) {
     this.heldCalls = new HeldRequests(p.holdTimeoutMs, (msg) => this.answerPending(msg));
     this.heldLists = new HeldRequests(p.holdTimeoutMs, (msg) => this.answerPending(msg));
+    this.thinned = new SparingWarnings((line) => p.log.warn(line));
   }
 
   /** A tools/call, through the guard. */
@@ -1066,7 +1070,7 @@ export class GuardedRequests {
     this.p.log.info(
       `holding tools/call ${cutShort(String(JSON.stringify((msg.params as { name?: unknown } | undefined)?.name)))}${this.holdReason(gen)}`,
     );
-    this.heldCalls.hold(msg);
+    this.heldCalls.hold(msg, this.heldSize(msg));
     // After a failed fetch a call is the next attempt, as a list is. Only then: while a new
     // epoch is being brought up its first fetch is the reconnection's (a list or read starts
     // none either while its replayed handshake is under way: Gateway.mayFetch).
@@ -1091,7 +1095,7 @@ export class GuardedRequests {
    */
   private holdForCatalog(msg: Request, held: HeldRequests): void {
     if (this.refusedForCatalog(msg)) return;
-    held.hold(msg);
+    held.hold(msg, this.heldSize(msg));
     this.p.catalogIfNeeded();
   }
 
@@ -1099,7 +1103,8 @@ export class GuardedRequests {
    * Answers `msg` at once when holding it cannot help: server_unavailable while supervision is
    * paused (no server runs until its files change) or the remote server cannot be reached,
    * catalog_unavailable when the current epoch's
-   * catalog just failed to come.
+   * catalog just failed to come, identity_pending when as many as may be held already are
+   * (refusedHeldFull).
    */
   private refusedForCatalog(msg: Request): boolean {
     const down = this.p.serverDown();
@@ -1109,9 +1114,36 @@ export class GuardedRequests {
     }
     const gen = this.p.current();
     const why = gen ? this.p.catalog.failedRecently(gen) : null;
-    if (why === null) return false;
-    this.answerUnavailable(msg, why);
+    if (why !== null) {
+      this.answerUnavailable(msg, why);
+      return true;
+    }
+    return this.refusedHeldFull(msg);
+  }
+
+  /**
+   * Answers `msg` at once, not held, when MAX_HELD requests or more than MAX_HELD_BYTES already
+   * wait for the catalog: until the hold timeout they are all kept, however many the client
+   * sends meanwhile (a client's pipe carries gigabytes in that time). Said on stderr sparingly;
+   * not recorded, as a held request answered at the hold timeout is not.
+   */
+  private refusedHeldFull(msg: Request): boolean {
+    const count = this.heldCalls.size + this.heldLists.size;
+    const bytes = this.heldCalls.bytes + this.heldLists.bytes;
+    if (count < MAX_HELD && bytes <= MAX_HELD_BYTES) return false;
+    const why = `${count} requests of the client's (${(bytes / (1024 * 1024)).toFixed(1)} MiB) already wait for the server's catalog, the most portcullis holds`;
+    this.thinned.say("held-full", `refused a request of the client's, not held: ${why}`);
+    const e = refuse.tooManyHeld(this.p.current()?.epoch ?? null, why);
+    this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
     return true;
+  }
+
+  /**
+   * What a held request counts toward MAX_HELD_BYTES: its JSON text's length, measured only for a
+   * request about to be held (what was parsed has no length of its own).
+   */
+  private heldSize(msg: Request): number {
+    return JSON.stringify(msg).length;
   }
 
   /**
@@ -1344,3 +1376,12 @@ export function listensToTools(msg: Request): boolean {
  * pattern lists them with tools/call); a subscription, a listen or a completion may not be.
  */
 const INPUT_REQUIRED_READS: ReadonlySet<string> = new Set(["resources/read", "prompts/get"]);
+
+/**
+ * How many of the client's requests may be held for the catalog at once, and how large they may
+ * be together (plus the one that passes it: a single request may be as large as the message
+ * limit, 64 MiB). A real client sends a few before the catalog arrives (a list, a call or two);
+ * past these a request is refused at once rather than kept until the hold timeout.
+ */
+export const MAX_HELD = 4096;
+export const MAX_HELD_BYTES = 64 * 1024 * 1024;

@@ -163,6 +163,19 @@ export const refuse = {
         ),
 
   /**
+   * A request not held, because as many as the gateway holds for the catalog already wait
+   * (`why` says how many, and their size): nothing was sent, safe to send again.
+   */
+  tooManyHeld: (currentEpoch: string | null, why: string) =>
+    refusal(
+      "identity_pending",
+      "The server is not verified yet: its tool catalog is still being fetched, and as many requests as portcullis holds for it already wait; this one was not held, and nothing was sent.",
+      why,
+      "wait a moment, then list tools again and retry",
+      { currentEpoch },
+    ),
+
+  /**
    * A request held (the epoch not verified, or its code not known for sure), or waiting for a new
    * process's replayed handshake, when the connection ended (`why`: the end's reason, e.g. the
    * server changed under onChange disconnect; `by` "client": the client closed its input, and no

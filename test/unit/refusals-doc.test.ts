@@ -98,6 +98,7 @@ const errorOf = (e: ErrorObject): string => (e.data as { error: string }).error;
 const everyConstructor: Record<keyof typeof refuse, () => ErrorObject | null> = {
   identityPending: () => refuse.identityPending("E2", true, "a watched file changed"),
   identityPendingAtEnd: () => refuse.identityPendingAtEnd("E2", "the client closed its input", "client"),
+  tooManyHeld: () => refuse.tooManyHeld("E2", "4096 requests of the client's (0.3 MiB) already wait"),
   catalogUnavailable: () => refuse.catalogUnavailable("E2", "x"),
   catalogStale: () => refuse.catalogStale("t", 1, 2),
   toolNotInCatalog: () => refuse.toolNotInCatalog("t", 2),
