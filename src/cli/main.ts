@@ -401,6 +401,7 @@ main(argv).then(
     // store's -wal was deleted under it leaves its store open on purpose, and closing it then
     // would copy the orphaned log over the live database (src/store/storeWatch.ts).
     if (resultOutput) await outputWritten();
+    else if (argv[0] === "run") await clientOutputWritten();
     process.exit(code);
   },
   async (e: unknown) => {
@@ -409,6 +410,7 @@ main(argv).then(
     // whose server could not be launched was already reading its client's input), and a host
     // waiting on it must see it end, not wait for its own timeout.
     if (resultOutput) await outputWritten();
+    else if (argv[0] === "run") await clientOutputWritten();
     process.exit();
   },
 );
@@ -438,6 +440,30 @@ async function outputWritten(): Promise<void> {
   if (failed) outputFailed(failed);
   if (process.stderr.errored) process.exit(EXIT_USAGE);
 }
+
+/**
+ * A gateway's last answers to its client, written before it exits: what its stdout pipe does not
+ * take at once waits in this process, and process.exit dropped it. A client that closed its
+ * input with 3,000 calls at a server that answers none got the shutdown's refusal for 1,100 to
+ * 1,600 of them, nothing for the rest. Bounded (CLIENT_OUTPUT_WAIT_MS): a client that reads none
+ * of its output would otherwise keep the gateway from ever exiting; one that went away fails the
+ * write, which ends the wait as well.
+ */
+async function clientOutputWritten(): Promise<void> {
+  const out = process.stdout;
+  if (out.writableLength === 0 || out.destroyed) return;
+  await new Promise<void>((resolve) => {
+    const late = setTimeout(resolve, CLIENT_OUTPUT_WAIT_MS);
+    late.unref();
+    out.write("", () => {
+      clearTimeout(late);
+      resolve();
+    });
+  });
+}
+
+/** How long an exiting gateway waits for its client to read its last answers (clientOutputWritten). */
+const CLIENT_OUTPUT_WAIT_MS = 10_000;
 
 /**
  * A reader that went away before the output was all written (`| head`, a backup's ssh that
