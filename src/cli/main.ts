@@ -453,8 +453,9 @@ async function clientOutputWritten(): Promise<void> {
   const out = process.stdout;
   if (out.writableLength === 0 || out.destroyed) return;
   await new Promise<void>((resolve) => {
+    // not unref'd: were the write's handle the last thing alive, an unref'd timer would let node
+    // leave on its own, with exit code 0 instead of the gateway's own
     const late = setTimeout(resolve, CLIENT_OUTPUT_WAIT_MS);
-    late.unref();
     out.write("", () => {
       clearTimeout(late);
       resolve();
