@@ -82,6 +82,12 @@ describe("bad input from the client", () => {
     expect(tools.result.tools.map((t: { name: string }) => t.name)).toContain("echo");
     const echo = await gw.request("tools/call", { name: "echo", arguments: { text: "still here" } });
     expect(JSON.stringify(echo.result)).toContain("still here");
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => /unknown id 424242/.test(gw.stderr()),
+      20_000,
+      "the gateway's line on the unasked answer",
+    );
     expect(gw.stderr()).toMatch(/unknown id 424242/);
   });
 

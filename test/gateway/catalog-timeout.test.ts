@@ -111,6 +111,12 @@ describe("the gateway's own tools/list, never answered", () => {
     );
     expect(names(served)).toEqual(["echo"]);
     expect((await gw.request("tools/call", { name: "echo", arguments: {} })).result).toBeDefined();
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => /did not answer tools\/list within 1 s/.test(gw.stderr()),
+      20_000,
+      "the gateway's line on the catalog timeout",
+    );
     expect(gw.stderr()).toMatch(
       /cannot fetch the tool catalog: the server did not answer tools\/list within 1 s/,
     );

@@ -296,6 +296,12 @@ describe("big messages", () => {
     );
     const asked = await gw.next((m) => m.id === "asks-deep");
     expect(textOf(asked)).toBe("error -32603 message_too_deep");
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => /from the client nested deeper than 512 levels/.test(gw.stderr()),
+      20_000,
+      "the gateway's line on the deep answer",
+    );
     expect(gw.stderr()).toMatch(/from the client nested deeper than 512 levels/);
     // still serving
     const ok = await gw.request("tools/call", { name: "digest", arguments: { data: "ok" } });
@@ -654,6 +660,12 @@ describe("ids the client chose", () => {
     gw.send({ jsonrpc: "2.0", id: 7, method: "ping" });
     expect((await gw.next((m) => m.id === 7)).error).toMatchObject({ code: -32601 });
     expect(gw.messages().filter((m) => m.id === 7)).toHaveLength(4);
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => /refused ping 7: that id is already in use/.test(gw.stderr()),
+      20_000,
+      "the gateway's line on the refused ping",
+    );
     expect(gw.stderr()).toMatch(/refused ping 7: that id is already in use/);
     await gw.close();
     // one intent, one end: the call's own

@@ -142,6 +142,12 @@ describe("a watcher's worker killed before a call", () => {
       expect(answer).toMatchObject({ revision: "C" });
       expect(answer!.pid).not.toBe(worker);
       expect(await epochOf(gw.stateDir, e1)).not.toBe(e1);
+      // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+      await waitFor(
+        () => /process \d+, which held the gateway's pipe, went away/.test(gw.stderr()),
+        20_000,
+        "the gateway's line on the worker gone",
+      );
       expect(gw.stderr()).toMatch(/process \d+, which held the gateway's pipe, went away/);
     },
   );
@@ -314,6 +320,12 @@ describe("a process that answered on the gateway's pipe gone, or only a helper",
       expect(answer!.pid).not.toBe(first.pid);
       expect(await afterKillEpochs(gw.stateDir)).not.toContain(e1);
       expect(await epochOf(gw.stateDir, e1)).not.toBe(e1);
+      // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+      await waitFor(
+        () => /nothing took the place of the server's worker within 4 s/.test(gw.stderr()),
+        20_000,
+        "the gateway's line on the worker not replaced",
+      );
       expect(gw.stderr()).toMatch(/nothing took the place of the server's worker within 4 s/);
     },
   );

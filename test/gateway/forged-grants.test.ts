@@ -14,7 +14,7 @@ import { approverKeyId } from "../../src/keyring/approver.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
 import { decideByCli, nextStoredRequest, type Pending, storedPending } from "../helpers/approvals.js";
-import { tempDir } from "../helpers/files.js";
+import { tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { inventoryGateway } from "../helpers/inventoryGateway.js";
 import { NODE, REPO } from "../helpers/paths.js";
@@ -161,6 +161,12 @@ describe.concurrent("decisions written without the approver key are not honoured
     expect(refusal(await second).code).toBe(TIMEOUT);
 
     expect(project.records()).toEqual([]);
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => /grant 01FORGEDGRANT0000000000002 is not honoured/.test(gw.stderr()),
+      20_000,
+      "the gateway's line on the forged grant",
+    );
     expect(gw.stderr()).toMatch(
       /grant 01FORGEDGRANT0000000000002 is not honoured: its signature does not verify/,
     );

@@ -1,4 +1,5 @@
 import { afterEach, expect, it } from "vitest";
+import { waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { scriptedCatalogGateway } from "../helpers/scriptedCatalog.js";
 
@@ -41,6 +42,12 @@ it("a tools/list whose next cursor comes back is refused catalog_unavailable (th
   for (let i = 3; i < cursors.length; i++) if (cursors[i] === "c1") expect(cursors[i - 1]).toBe("first");
 
   expect((await gw.request("ping", undefined, 20_000)).result).toEqual({});
+  // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+  await waitFor(
+    () => /pagination loops/.test(gw.stderr()),
+    20_000,
+    "the gateway's line on the looping catalog",
+  );
   expect(gw.stderr()).toMatch(/cannot fetch the tool catalog: the server's tools\/list pagination loops/);
   const verified = await runCli(["audit", "verify", "--state-dir", gw.stateDir]);
   expect(verified.code, verified.stderr).toBe(0);

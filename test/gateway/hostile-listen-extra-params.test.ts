@@ -196,6 +196,12 @@ describe("a 2026-07-28 listen's members beyond its filter", () => {
     // the same id again while that listen is open: refused, and cut in that line too
     gw.send({ jsonrpc: "2.0", id: long, method: "subscriptions/listen", params: { notifications: filter } });
     expect((await gw.next((m) => m.id === long && m.error !== undefined, 10_000)).error?.code).toBe(-32600);
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => gw.stderr().includes("that id is already in use by a request in flight"),
+      20_000,
+      "the gateway's line on the refused listen",
+    );
     expect(gw.stderr()).toContain(
       `refused subscriptions/listen "L${"o".repeat(78)}…: that id is already in use by a request in flight`,
     );

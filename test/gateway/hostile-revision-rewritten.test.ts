@@ -94,6 +94,14 @@ it("a latest revision rewritten to name the expanded catalog: the run's grants e
   expect(cat.records().map((r) => r.args.text ?? r.args.page)).toEqual(["a", "a", "b"]);
   await gw.close();
   expect(await note).toBe("refused");
+  // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+  await waitFor(
+    () =>
+      /expands authority \(fetch_page\)/.test(gw.stderr()) &&
+      /no longer names the catalog this gateway served/.test(gw.stderr()),
+    20_000,
+    "the gateway's lines on the rewritten revision",
+  );
   expect(gw.stderr()).toMatch(/expands authority \(fetch_page\)/);
   expect(told).toBe(true);
   expect(gw.stderr()).toMatch(/catalog revision 1 of wiki no longer names the catalog this gateway served/);

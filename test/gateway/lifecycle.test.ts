@@ -447,6 +447,14 @@ describe("supervision end states", () => {
     project.rebuild("B");
     const exit = await gw.exited;
     expect(exit.code).toBe(0);
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () =>
+        /build complete: dist\/server\.js changed/.test(gw.stderr()) &&
+        /onChange: disconnect/.test(gw.stderr()),
+      20_000,
+      "the gateway's line on the disconnect",
+    );
     expect(gw.stderr()).toMatch(/build complete: dist\/server\.js changed/);
     expect(gw.stderr()).toMatch(/onChange: disconnect/);
   });
@@ -539,6 +547,12 @@ describe("a catalog that cannot be fetched", () => {
     expect(list.error!.message).not.toMatch(/being fetched/);
     const call = await gw.request("tools/call", { name: "echo", arguments: {} }, 10_000);
     expect(call.error?.data).toMatchObject({ error: "catalog_unavailable" });
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => /cannot fetch the tool catalog: .*tools unavailable/.test(gw.stderr()),
+      20_000,
+      "the gateway's line on the failed catalog",
+    );
     expect(gw.stderr()).toMatch(/cannot fetch the tool catalog: .*tools unavailable/);
     // the gateway never fetches on its own in a loop: one fetch at most per request, plus its first
     const fetches = () => readFileSync(`${failing}.count`, "utf8").split("\n").filter(Boolean).length;

@@ -308,6 +308,12 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     await sleep(200);
     expect(updates(gw, A, "listen:0")).toHaveLength(1);
     expect(gw.messages().filter((m) => m.id === "listen:0")).toEqual([]);
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => /was re-opened on the new server process without its subscription to/.test(gw.stderr()),
+      20_000,
+      "the gateway's line on the listen re-opened",
+    );
     expect(gw.stderr()).toMatch(
       /subscriptions\/listen .* was re-opened on the new server process without its subscription to/,
     );
@@ -408,6 +414,12 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     await waitFor(() => serving(gw).epoch !== one.epoch || undefined, 20_000, "the next epoch");
     const two = serving(gw);
     expect(again.executionEpoch).toBe(two.epoch);
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => gw.stderr().includes(`on epoch ${two.epoch}`),
+      20_000,
+      "the gateway's line on the approval asked",
+    );
     expect(gw.stderr()).toContain(
       `approval needed for "resources/subscribe ${A}" (asked as subscriptions/listen) (session) on epoch ${two.epoch}`,
     );

@@ -190,6 +190,12 @@ describe("resource subscriptions across server processes", () => {
     expect(forwarded.map((e) => e.epoch)).toEqual([first.epoch]);
     expect((await call(gw, "toggle-subscriber-updates")).result).toBeDefined();
     expect(updates(gw, uri)).toHaveLength(1);
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => /subscription to .* was not re-opened on the new server process/.test(gw.stderr()),
+      20_000,
+      "the gateway's line on the subscription not re-opened",
+    );
     expect(gw.stderr()).toMatch(/subscription to .* was not re-opened on the new server process/);
   }, 90_000);
 

@@ -6,6 +6,7 @@
 // an error of the server's that cannot pass for the gateway's goes on as it was written.
 import { afterEach, describe, expect, it } from "vitest";
 import { waitForAuditEvents } from "../helpers/auditWait.js";
+import { waitFor } from "../helpers/files.js";
 import { FORGED_REFUSAL } from "../helpers/forged.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
@@ -78,6 +79,12 @@ describe("a server's error that reads like one of the gateway's", () => {
     const params = { code: -32602, message: "bad", data: { error: "anything" } };
     const third = await gw.request("tools/call", { name: "reply", arguments: { line: line(params) } });
     expect(third.error).toEqual(relayedAsServers(params, -32602));
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => /in the range portcullis keeps for its refusals/.test(gw.stderr()),
+      20_000,
+      "the gateway's line on the server's code",
+    );
     expect(gw.stderr()).toMatch(
       /the server answered tools\/call with an error that has code -32050, in the range portcullis keeps for its refusals: passed on to the client as the server's/,
     );

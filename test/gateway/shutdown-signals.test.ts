@@ -229,6 +229,12 @@ describe("a signal while a call waits for a human", () => {
       data: { error: "authorization_required", approvalRequest: request },
     });
     const { after, rows } = await ended(gw);
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => gw.stderr().includes("the connection ends: the call stops waiting"),
+      20_000,
+      "the gateway's line on the connection's end",
+    );
     expect(gw.stderr()).toContain(
       `the connection ends: the call stops waiting; approval request ${request} closes with the agent run`,
     );

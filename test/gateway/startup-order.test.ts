@@ -10,7 +10,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { DigestCache } from "../../src/identity/cache.js";
 import { verifiedAuditEvents } from "../helpers/approvals.js";
-import { tempDir } from "../helpers/files.js";
+import { tempDir, waitFor } from "../helpers/files.js";
 import { assertBuilt, hostEnv, startGateway } from "../helpers/gateway.js";
 import { CLI, FIXTURES, NODE, REPO } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
@@ -112,6 +112,12 @@ describe("startup: the server starts while its identity is captured", () => {
     await gw.initialize();
     const res = await gw.request("tools/call", { name: "read_status", arguments: {} }, 60_000);
     expect(res.error).toBeUndefined();
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => /changed while the server was starting; starting it again/.test(gw.stderr()),
+      20_000,
+      "the gateway's line on the restart",
+    );
     expect(gw.stderr()).toMatch(
       /zzz-last\/index\.js changed while the server was starting; starting it again/,
     );

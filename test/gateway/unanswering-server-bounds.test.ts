@@ -62,7 +62,12 @@ describe("a server that reads the client's requests but answers none", () => {
     // (the cancelled one gets none)
     // the cancelled one gets no answer, not even at the end
     expect(g.answers.has(`h${written[0]}`)).toBe(false);
-    // said on stderr once, not once per refusal
+    // said on stderr once, not once per refusal (stderr, read apart from the answers: waited for)
+    await waitFor(
+      () => (g.stderr().match(SAID)?.length ?? 0) > 0,
+      20_000,
+      "the gateway's line on the refusals",
+    );
     expect(g.stderr().match(SAID)?.length).toBe(1);
     // each refused call is in the audit as a refusal of an unavailable server: denied before its
     // decision, or its intent closed (not forwarded) after it

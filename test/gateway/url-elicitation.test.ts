@@ -442,6 +442,12 @@ describe.concurrent("what the elicitation's message names", () => {
       expect(answer.error?.data, method).toMatchObject({ error: "approval_denied" });
     }
     // the stderr line of the read's request writes its name by the same rule
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => gw.stderr().includes('approval needed for "resources/read '),
+      20_000,
+      "the gateway's line on the read's approval",
+    );
     expect(gw.stderr()).toContain(
       `approval needed for "resources/read test://${HOSTILE_SHOWN.slice(1)} (per-call)`,
     );
