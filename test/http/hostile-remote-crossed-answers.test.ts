@@ -174,6 +174,12 @@ describe("a remote server that answers a request on another request's stream", (
     expect(JSON.stringify(again)).not.toContain("6.6.6");
     expect(again.error?.data).toMatchObject({ error: "epoch_transition" });
     expect((await heldCall).error?.data).toMatchObject({ error: "epoch_transition" });
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => peer.stderr().includes("describes itself differently"),
+      20_000,
+      "the gateway's line on the changed description",
+    );
     expect(peer.stderr()).toContain("describes itself differently");
     await waitFor(async () => (await epochOf()) !== before, 20_000, "a new epoch");
   });

@@ -347,6 +347,12 @@ describe("a local client that dials the machine's own non-loopback address", () 
       expect((await via({ "mcp-session-id": session }, initialized)).status).toBe(202);
       const list = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
       expect((await via({ "mcp-session-id": session }, list)).status).toBe(200);
+      // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+      await waitFor(
+        () => l.stderr().includes(`http session ${session.slice(0, 8)}…`),
+        20_000,
+        "the gateway's line on the session",
+      );
       expect(l.stderr()).toMatch(
         new RegExp(`http session ${session.slice(0, 8)}… \\(legacy\\) from pid ${process.pid}\\b`),
       );
@@ -447,6 +453,12 @@ describe("a client whose socket several processes hold", () => {
       const list = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
       expect((await raw(l, { agent, headers, body: list })).status).toBe(200);
       const why = `the connecting socket is held by several processes (pids ${[process.pid, agent.holder!.pid!].sort((a, b) => a - b).join(", ")})`;
+      // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+      await waitFor(
+        () => l.stderr().includes(`http session ${session.slice(0, 8)}…`),
+        20_000,
+        "the gateway's line on the session",
+      );
       expect(l.stderr()).toContain(`http session ${session.slice(0, 8)}… (legacy) from ${why}`);
       expect(l.stderr()).not.toMatch(/not found from its socket/);
       const db = openStore(l.stateDir);

@@ -3,6 +3,7 @@
 // takes it from the first, and a different one within the same epoch ends that epoch: the code
 // answering is not the code that was recorded (and approved).
 import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "../helpers/files.js";
 import { type RawPeer, rawGateway } from "../helpers/raw.js";
 import { gatewayRow } from "../helpers/status.js";
 import { HOSTILE, startFixture } from "./upstreamFixture.js";
@@ -58,6 +59,12 @@ describe("a remote server's serverInfo in the 2026-07-28 era", () => {
     await peer.request("server/discover", ENVELOPE);
     const after = await row((r) => r.epoch !== before.epoch, "a new epoch");
     expect(after.epoch).not.toBe(before.epoch);
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => peer.stderr().includes("describes itself differently"),
+      20_000,
+      "the gateway's line on the changed description",
+    );
     expect(peer.stderr()).toContain("describes itself differently");
   });
 });

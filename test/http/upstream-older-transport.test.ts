@@ -66,6 +66,12 @@ describe("a remote server that speaks only the older HTTP+SSE transport", () => 
       expect(list.result).toMatchObject({ tools: [{ name: "echo" }] });
       const call = await peer.request("tools/call", { name: "echo", arguments: { message: "hi" } }, 20_000);
       expect(call.result).toMatchObject({ content: [{ text: "Echo: hi" }] });
+      // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+      await waitFor(
+        () => /speaks the older HTTP\+SSE transport/.test(peer.stderr()),
+        20_000,
+        "the gateway's line on the older transport",
+      );
       expect(peer.stderr()).toMatch(/speaks the older HTTP\+SSE transport \(MCP 2024-11-05\)/);
       expect(peer.stderr()).not.toMatch(/remote session ended|TypeError|Unhandled/);
       // every request carried the configured header; the messages went to the endpoint the
