@@ -348,6 +348,12 @@ describe("badpeer fixture", () => {
     expect(deep.result.structuredContent).toEqual({ deep: [[[]]] });
     const echo = await peer.request("tools/call", { name: "echo", arguments: { text: "still here" } });
     expect(echo.result.content[0].text).toBe("still here");
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => peer.stderr().includes("writing huge"),
+      20_000,
+      "the fixture's line on the huge write",
+    );
     expect(peer.stderr()).toContain("writing huge");
   });
 });

@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { AuditLog } from "../../src/audit/index.js";
 import { openStore, type Store } from "../../src/store/db.js";
-import { removeDir } from "../helpers/files.js";
+import { removeDir, waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
@@ -80,6 +80,12 @@ describe("the audit chain edited in the store under a running gateway", () => {
     const v = await verify(stateDir);
     expect(v.code, v.stdout).toBe(1);
     expect(JSON.parse(v.stdout)).toMatchObject({ ok: false, seq: head - 1 });
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => gw.stderr().includes(`record ${head}, which this gateway wrote`),
+      20_000,
+      "the gateway's line on the cut",
+    );
     expect(gw.stderr()).toContain(`record ${head}, which this gateway wrote, is no longer in the store`);
   }, 90_000);
 
@@ -106,6 +112,12 @@ describe("the audit chain edited in the store under a running gateway", () => {
     const v = await verify(stateDir);
     expect(v.code, v.stdout).toBe(1);
     expect(JSON.parse(v.stdout)).toMatchObject({ ok: false, seq: head + 3 });
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => gw.stderr().includes(`record ${head}, which this gateway wrote`),
+      20_000,
+      "the gateway's line on the forgery",
+    );
     expect(gw.stderr()).toContain(`record ${head}, which this gateway wrote, was changed in the store`);
   }, 90_000);
 

@@ -22,7 +22,7 @@ import { loadPublicKeyring, unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
 import { nextStoredRequest, type Pending } from "../helpers/approvals.js";
 import { held } from "../helpers/browser.js";
-import { removeDir, tempDir } from "../helpers/files.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { withPassphrase } from "../helpers/passphraseChange.js";
 import { makeProject } from "../helpers/project.js";
@@ -227,6 +227,12 @@ describe("portcullis rotate-keys", () => {
     expect(approved.code, approved.stderr).toBe(0);
     expect((await call).isError).toBeFalsy();
     // and the gateway said the record is ignored
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => gw.stderr().includes(`records ${forgedSeq}`),
+      20_000,
+      "the gateway's line on the ignored record",
+    );
     expect(gw.stderr()).toContain(`records ${forgedSeq}`);
   }, 30_000);
 });

@@ -9,6 +9,7 @@
 import { afterEach, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
 import { auditActivity, auditEvents } from "../helpers/approvals.js";
+import { waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { liveGatewayMadeToLookGone, liveGatewayWithSlowWrite } from "../helpers/lookGone.js";
 import { passphraseEnv } from "../helpers/state.js";
@@ -72,5 +73,11 @@ it("a running gateway's open call moved to a gateway id with no row: its two end
   const calls = (await auditActivity(stateDir)).filter((a) => a.tool === "slow_write");
   expect(calls).toHaveLength(1);
   expect(calls[0]).toMatchObject({ outcome: "ok", interruption: "gateway_gone", ends: 2 });
+  // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+  await waitFor(
+    () => /its call had already been closed by another process/.test(live.stderr()),
+    20_000,
+    "the gateway's line on the closed call",
+  );
   expect(live.stderr()).toMatch(/its call had already been closed by another process/);
 });

@@ -14,7 +14,7 @@ import Database from "better-sqlite3";
 import { afterEach, expect, it } from "vitest";
 import { catalogFile, DEPLOY_TOOL } from "../console/helpers.js";
 import { waitForPending } from "../helpers/approvals.js";
-import { removeDir, tempDir } from "../helpers/files.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { rawGateway } from "../helpers/raw.js";
@@ -69,6 +69,12 @@ it("a session grant of a run whose row an edit ended with a BLOB ended_at covers
   const after = await call("after");
   expect(after.error, "went out under the grant of a run its row says ended").toBeDefined();
   expect(JSON.stringify(after.error)).toContain("agent run ended");
+  // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+  await waitFor(
+    () => /was ended in the store by another process/.test(gw.stderr()),
+    20_000,
+    "the gateway's line on the ended run",
+  );
   expect(gw.stderr()).toMatch(/was ended in the store by another process, .*\(the row says ended at 123\)/);
   const db = new Database(join(stateDir, "portcullis.db"), { readonly: true });
   const live = db

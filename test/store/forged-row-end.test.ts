@@ -12,7 +12,7 @@ import Database from "better-sqlite3";
 import { afterEach, expect, it } from "vitest";
 import { catalogFile, DEPLOY_TOOL } from "../console/helpers.js";
 import { waitForPending } from "../helpers/approvals.js";
-import { removeDir, tempDir } from "../helpers/files.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
@@ -92,6 +92,12 @@ it("a run whose row another process ended: its gateway records the end once, and
   await ended(gw);
 
   expect(gw.stderr()).not.toContain("no reason given");
+  // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+  await waitFor(
+    () => /was ended in the store by another process/.test(gw.stderr()),
+    20_000,
+    "the gateway's line on the ended run",
+  );
   expect(gw.stderr()).toMatch(
     /agent run \S+ was ended in the store by another process, which recorded no end .*: it records the end/,
   );
