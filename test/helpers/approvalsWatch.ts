@@ -25,7 +25,9 @@ export function watchApprovalsJson(
   child.stderr!.on("data", (c: Buffer) => {
     err += c.toString();
   });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  // "close", not "exit": exit can come while the end of stderr is still unread in the pipe, and a
+  // test that reads err() once exited has resolved would miss its last line
+  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
   cleanup.push(() => {
     if (child.exitCode === null) child.kill("SIGKILL");
   });
