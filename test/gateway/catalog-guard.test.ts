@@ -335,6 +335,12 @@ describe("the stale-call guard", () => {
         .callTool({ name: "adjust_inventory", arguments: { sku: "X-1", delta: 1 } })
         .catch((e) => e),
     );
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => /holding tools\/call/.test(gw.stderr().slice(mark)),
+      20_000,
+      "the gateway's line on the held call",
+    );
     expect(gw.stderr().slice(mark)).toMatch(/holding tools\/call/);
     expect(err.code).toBe(-32052);
     expect(err.data).toMatchObject({ error: "catalog_stale", seenRevision: 1, currentRevision: 2 });

@@ -66,6 +66,12 @@ describe("a guarded method sent as a notification (no id)", () => {
     const notified = received().filter((m) => m.method.startsWith("notifications/"));
     expect(notified.map((m) => m.method)).toContain("notifications/roots/list_changed");
     expect(notified.map((m) => m.method)).not.toContain("notifications/Cancelled");
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => /dropped a notification of "tools\/call" from the client/.test(gw.stderr()),
+      20_000,
+      "the gateway's line on the dropped notification",
+    );
     expect(gw.stderr()).toMatch(/dropped a notification of "tools\/call" from the client/);
 
     const calls = received().filter((m) => folded(m.method) === "tools/call");

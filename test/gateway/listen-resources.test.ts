@@ -206,6 +206,12 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     expect(full.stdout).toContain("    Not a tool: the MCP request subscriptions/listen (2026-07-28)");
     expect(full.stdout).not.toContain("the server says");
     // and the gateway's own line on stderr says so too
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => gw.stderr().includes("(asked as subscriptions/listen) (per-call)"),
+      20_000,
+      "the gateway's line on the approval asked",
+    );
     expect(gw.stderr()).toContain(
       `approval needed for "resources/subscribe ${A}" (asked as subscriptions/listen) (per-call)`,
     );
@@ -355,6 +361,12 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     expect(events.filter((e) => e.type === "request_forwarded")).toHaveLength(2);
     expect(acks(gw, "listen:1")).toHaveLength(1);
     expect(gw.messages().filter((m) => m.id === "listen:0")).toEqual([]);
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => /with its resource subscriptions: approval.resources is "per-call"/.test(gw.stderr()),
+      20_000,
+      "the gateway's line on the listen not re-opened",
+    );
     expect(gw.stderr()).toMatch(
       /was not re-opened on the new server process with its resource subscriptions: approval.resources is "per-call"/,
     );

@@ -288,6 +288,12 @@ describe("a gateway whose run another process ended", () => {
       .catch((e) => e);
     expect(r.data).toMatchObject({ error: "authorization_required", reason: "agent run ended" });
     expect(r.message).toContain("its agent run was ended by another process");
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => /was ended in the store by another process/.test(host.stderr()),
+      20_000,
+      "the gateway's line on the ended run",
+    );
     expect(host.stderr()).toMatch(
       /agent run \S+ was ended in the store by another process \(reason gateway_gone in its row, .*the row says ended at \S+\)/,
     );

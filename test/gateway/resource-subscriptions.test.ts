@@ -277,6 +277,12 @@ describe("resource subscriptions across server processes", () => {
     expect(
       events.filter((e) => e.type === "request_forwarded" && e.method === "resources/subscribe"),
     ).toHaveLength(1);
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => /was not re-opened on the new server process: approval.resources is "per-call"/.test(gw.stderr()),
+      20_000,
+      "the gateway's line on the subscription not re-opened",
+    );
     expect(gw.stderr()).toMatch(
       /was not re-opened on the new server process: approval.resources is "per-call"/,
     );

@@ -359,6 +359,12 @@ describe("a server that keeps crashing", () => {
       20_000,
       "a new session once the crash-looping one has ended",
     );
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => /supervision stopped/.test(l.stderr()),
+      20_000,
+      "the gateway's line on the stopped supervision",
+    );
     expect(l.stderr()).toMatch(/supervision stopped/);
     expect(l.stderr()).not.toMatch(/supervision paused/);
     const after = await raw(l, { headers: l.headers({ "mcp-session-id": session }), body: listRequest });

@@ -145,6 +145,12 @@ describe("a remote server's initialize answered twice", () => {
     const remote = row.record?.remote;
     expect(remote?.protocolVersion).toBe("2025-06-18");
     expect(remote?.capabilities).toEqual({ tools: {} });
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => /dropped a second answer to initialize/.test(peer.stderr()),
+      20_000,
+      "the gateway's line on the second answer",
+    );
     expect(peer.stderr()).toMatch(/dropped a second answer to initialize/);
     expect(peer.stderr()).not.toMatch(/remote session ended|TypeError|Unhandled|at .*\.js:\d+/);
   });

@@ -20,7 +20,7 @@ import { loadPublicKeyring, unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
 import { nextStoredRequest, type Pending } from "../helpers/approvals.js";
 import { held } from "../helpers/browser.js";
-import { removeDir, tempDir } from "../helpers/files.js";
+import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { withPassphrase } from "../helpers/passphraseChange.js";
 import { makeProject } from "../helpers/project.js";
@@ -170,6 +170,12 @@ describe("a same-user writer against a rotation", () => {
       /is not honoured: its signature does not verify against the pinned approver key/,
       10_000,
       at,
+    );
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => gw.stderr().includes(`records ${row.seq}`),
+      20_000,
+      "the gateway's line on the ignored record",
     );
     expect(gw.stderr()).toContain(`records ${row.seq}`);
     expect(forwarded(project)).toBe(0);

@@ -48,6 +48,14 @@ it("a running gateway's rows edited to look gone: the call's two ends are shown,
   expect(live.stderr()).toMatch(
     /tool_result of call "slow_write \d+" of run \S+ was written, but its call had already been closed by another process/,
   );
+  // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+  await waitFor(
+    () =>
+      /its call had already been closed by another process/.test(live.stderr()) &&
+      /had been ended by another process/.test(live.stderr()),
+    20_000,
+    "the gateway's lines on the closed call and run",
+  );
   expect(live.stderr()).toMatch(
     /agent run \S+ had been ended by another process \(reason gateway_gone in its row\) while this gateway still served it: this gateway, which had written no end of it, recorded its end now/,
   );

@@ -237,6 +237,12 @@ describe("run --listen with deliver: http", () => {
       20_000,
       "the proxy's port to close after the idle timeout",
     );
+    // the line comes on stderr, what was awaited on another pipe (or the store, or the exit): read in either order
+    await waitFor(
+      () => /idle for 1000 ms: ended/.test(idle.stderr()),
+      20_000,
+      "the gateway's line on the idle session",
+    );
     expect(idle.stderr()).toMatch(/idle for 1000 ms: ended/);
     await waitFor(() => readdirSync(bundles).length === 0, 10_000, "the idle session's bundles removed");
   });
