@@ -221,6 +221,15 @@ describe("bad input from the server", () => {
     expect(res.result).toBeDefined();
     const echo = await gw.request("tools/call", { name: "echo", arguments: { text: "ok" } });
     expect(JSON.stringify(echo.result)).toContain("ok");
+    // the lines come on stderr, what was awaited on another pipe: read in either order
+    await waitFor(
+      () =>
+        [/not valid JSON/, /over the size limit/, /unknown id/, /batches/].every((re) =>
+          re.test(gw.stderr()),
+        ),
+      20_000,
+      "the gateway's lines on the dropped messages",
+    );
     const err = gw.stderr();
     expect(err).toMatch(/invalid message from the server: not valid JSON/);
     expect(err).toMatch(/over the size limit/);

@@ -205,6 +205,12 @@ describe("the gateway's own tools/list, never answered", () => {
     await gw.next((m) => m.method === "notifications/tools/list_changed", 60_000);
     expect(names(await gw.request("tools/list"))).toEqual(["echo", "added"]);
     expect((await gw.request("tools/call", { name: "added", arguments: {} })).result).toBeDefined();
+    // the lines come on stderr, what was awaited on another pipe: read in either order
+    await waitFor(
+      () => /revision 2 is served/.test(gw.stderr()),
+      20_000,
+      "the gateway's line on the re-list",
+    );
     const stderr = gw.stderr();
     expect(stderr).toMatch(/re-listed epoch=\S+ after \d+ failed attempts?: revision 2 is served/);
     expect(stderr).not.toMatch(/unhandled|TypeError|at .*\.js:\d+/i);

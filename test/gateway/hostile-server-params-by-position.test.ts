@@ -84,6 +84,15 @@ it("legacy era: every request of the server's by position is refused to it (-326
       message: expect.stringContaining(`"${method}" takes its params by name (an object)`),
     });
   }
+  // the lines come on stderr, what was awaited on another pipe: read in either order
+  await waitFor(
+    () =>
+      Object.values(byPosition).every(([method]) =>
+        peer.stderr().includes(`refused the server's "${method}" request: its params are by position`),
+      ) && peer.stderr().includes(`dropped the server's "notifications/message": its params are by position`),
+    20_000,
+    "the gateway's lines on the params by position",
+  );
   const stderr = peer.stderr();
   for (const [method] of Object.values(byPosition))
     expect(stderr).toContain(

@@ -73,6 +73,12 @@ describe("a batch from a server reached by URL", () => {
     const next = await peer.next((m) => m.method === undefined, 20_000);
     expect(next.id).toBe(8);
     expect(next.result.content[0].text).toBe("ok fine");
+    // the lines come on stderr, what was awaited on another pipe: read in either order
+    await waitFor(
+      () => /response without a valid id/.test(peer.stderr()) && /unknown id 987654/.test(peer.stderr()),
+      20_000,
+      "the gateway's lines on the dropped answers",
+    );
     const err = peer.stderr();
     expect(err).toMatch(/dropped an invalid message from the server: response without a valid id/);
     expect(err).toMatch(/dropped a response from the server with an unknown id 987654/);
