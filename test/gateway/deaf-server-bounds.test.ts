@@ -48,13 +48,7 @@ describe("a server that reads none of its stdin", () => {
     // the catalog is in: each is checked against the bound before its decision, when nothing
     // waits yet, and they are written after it.
     const g = startGateway({ FIXTURE_DEAF_AFTER_LIST: "1" }, HELD_TOGETHER_MS);
-    g.send({
-      jsonrpc: "2.0",
-      id: "init",
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } },
-    });
-    await g.answer("init");
+    await g.initialize({});
     // 40 calls of 1 MiB: four fit under 4 MiB, the one that passes it may be written
     const pad = "x".repeat(MIB);
     const count = 40;
@@ -93,13 +87,7 @@ describe("a server that reads none of its stdin", () => {
     // each checked against the bound again once its decision ends (guardedRequests.ts
     // handleRecorded). Mixed, so a method that escaped the second check would be written ten times.
     const g = startGateway({ FIXTURE_DEAF_AFTER_LIST: "1" }, HELD_TOGETHER_MS);
-    g.send({
-      jsonrpc: "2.0",
-      id: "init",
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } },
-    });
-    await g.answer("init");
+    await g.initialize({});
     const pad = "x".repeat(MIB);
     const reads: [string, object][] = [
       ["resources/read", { uri: `exhaust://doc?pad=${pad}` }],

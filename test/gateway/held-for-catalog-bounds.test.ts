@@ -36,13 +36,7 @@ async function gatedGateway() {
     },
     (end) => cleanup.push(end),
   );
-  g.send({
-    jsonrpc: "2.0",
-    id: "init",
-    method: "initialize",
-    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } },
-  });
-  await g.answer("init");
+  await g.initialize({});
   g.send({ jsonrpc: "2.0", method: "notifications/initialized" });
   return { g, open: () => writeFileSync(gate, "") };
 }

@@ -100,18 +100,18 @@ export function startExhaustGateway(
     send({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } });
     return answer(id);
   };
-  const init = async () => {
+  /** The client's initialize (2025-06-18, with `capabilities`), answered; nothing sent after it. */
+  const initialize = async (capabilities: object = { roots: {} }) => {
     send({
       jsonrpc: "2.0",
       id: "init",
       method: "initialize",
-      params: {
-        protocolVersion: "2025-06-18",
-        capabilities: { roots: {} },
-        clientInfo: { name: "x", version: "1" },
-      },
+      params: { protocolVersion: "2025-06-18", capabilities, clientInfo: { name: "x", version: "1" } },
     });
-    await answer("init");
+    return answer("init");
+  };
+  const init = async () => {
+    await initialize();
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
     send({ jsonrpc: "2.0", id: "list", method: "tools/list" });
     expect((await answer("list")).result).toBeDefined();
@@ -131,6 +131,7 @@ export function startExhaustGateway(
     send,
     answer,
     call,
+    initialize,
     init,
     end,
     text,
