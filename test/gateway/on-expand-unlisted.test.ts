@@ -70,10 +70,10 @@ describe("an expanded tool called by a client that has not listed since", () => 
       currentRevision: 2,
     });
     await gw.client.listTools();
-    const again = gw.client.callTool({
-      name: "fetch_page",
-      arguments: { page: "c", url: "https://example.com" },
-    });
+    // its refusal handled from the start: it comes while `deny` runs, before the await below
+    const again = gw.client
+      .callTool({ name: "fetch_page", arguments: { page: "c", url: "https://example.com" } })
+      .catch((e) => e);
     const req = await waitFor(
       async () => (await pending(stateDir)).find((p) => p.request !== first),
       20_000,
@@ -82,7 +82,7 @@ describe("an expanded tool called by a client that has not listed since", () => 
     expect(req.tool).toBe("fetch_page");
     const denied = await runCli(["deny", req.request, "--state-dir", stateDir], { env: passphraseEnv() });
     expect(denied.code, denied.stderr).toBe(0);
-    expect(((await again.catch((e) => e)) as Refusal).code).toBe(-32057);
+    expect(((await again) as Refusal).code).toBe(-32057);
     expect(cat.records().map((r) => r.args.page)).toEqual(["a"]);
   });
 });
