@@ -153,6 +153,15 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   private readonly loop: CrashLoop;
   /** workers stopped because a pipe of theirs closed while they ran: what happened, for their exit */
   private readonly pipeLost = new WeakMap<ChildProcessWithoutNullStreams, string>();
+  /**
+   * Workers the supervisor stopped itself (a restart, an uncapturable replacement): their exit is
+   * never a crash. `restarting` alone does not cover it: stopChild gives up waiting after its
+   * grace, and on a loaded machine the exit of the worker it killed is read later, while the
+   * restart's launch is under way and the stopped worker is still `current`. Taken for a crash,
+   * that exit was counted toward the crash loop and respawned the server beside the launch: two
+   * launches, one epoch left running unseen.
+   */
+  private readonly stoppedByUs = new WeakSet<ChildProcessWithoutNullStreams>();
   /** generations whose files' content changed before they first answered (settle) */
   private readonly changedUnsettled = new WeakSet<Generation>();
   /** the swaps before the first answer already reported, per generation (checkEarly) */
@@ -267,7 +276,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     this.groups.end(child.pid!); // leftovers of the group (a watcher's worker, a forked child)
     const lost = this.pipeLost.get(child);
     const detail = lost ?? (signal ? `killed by ${signal}` : `exited with code ${code}`);
-    if (this.stopping || this.restarting) return;
+    if (this.stopping || this.restarting || this.stoppedByUs.has(child)) return;
     if (lost === undefined) this.emit("down", cur, "exit", detail); // else said when the pipe closed
     this.respawnAfter(detail);
   }
@@ -638,6 +647,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
    */
   private async replacementUncapturable(child: ChildProcessWithoutNullStreams, e: unknown): Promise<void> {
     this.replacing = null;
+    this.stoppedByUs.add(child);
     await stopChild(child, this.opts.shutdownGraceMs ?? 1500);
     this.restarting = false;
     this.launchFailed(
@@ -669,6 +679,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     if (cur) {
       cur.alive = false;
       this.emit("down", cur, "restart", detail);
+      this.stoppedByUs.add(cur.child);
       await stopChild(cur.child, this.opts.shutdownGraceMs ?? 1500);
     }
     this.restarting = false;
