@@ -1125,7 +1125,8 @@ export class GuardedRequests {
    * Answers `msg` at once, not held, when MAX_HELD requests or more than MAX_HELD_BYTES already
    * wait for the catalog: until the hold timeout they are all kept, however many the client
    * sends meanwhile (a client's pipe carries gigabytes in that time). Said on stderr sparingly;
-   * not recorded, as a held request answered at the hold timeout is not.
+   * recorded for each call or guarded read refused (identity_pending), as the refusals of a server
+   * that answers nothing are: one record per request the client sent, never more.
    */
   private refusedHeldFull(msg: Request): boolean {
     const count = this.heldCalls.size + this.heldLists.size;
@@ -1134,6 +1135,7 @@ export class GuardedRequests {
     const why = `${count} requests of the client's (${(bytes / (1024 * 1024)).toFixed(1)} MiB) already wait for the server's catalog, the most portcullis holds`;
     this.thinned.say("held-full", `refused a request of the client's, not held: ${why}`);
     const e = refuse.tooManyHeld(this.p.current()?.epoch ?? null, why);
+    this.recordRefusedUndecided(msg, "identity_pending");
     this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
     return true;
   }
@@ -1183,15 +1185,24 @@ export class GuardedRequests {
   }
 
   private answerDown(msg: Request, e: ErrorObject): void {
+    this.recordRefusedUndecided(msg, "server_unavailable");
+    this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
+  }
+
+  /**
+   * Records the refusal of `msg`, refused before (or instead of) a decision, `authorization_denied`
+   * with `reason`: a call by its tool and arguments, a guarded read by its method and target. A
+   * tools/list is not recorded (it asks for nothing of the server's), nor a call without a name
+   * (answered invalid params before it could be held).
+   */
+  private recordRefusedUndecided(msg: Request, reason: "server_unavailable" | "identity_pending"): void {
     if (msg.method === "tools/call") {
       const params = (msg.params ?? {}) as { name?: unknown; arguments?: unknown };
-      if (typeof params.name === "string")
-        this.recordDenied(msg, params.name, params.arguments, "server_unavailable");
+      if (typeof params.name === "string") this.recordDenied(msg, params.name, params.arguments, reason);
     } else if (msg.method !== "tools/list") {
       const read = readFacts(msg);
-      this.recordDenied(msg, `${read.method} ${read.target}`, read.params, "server_unavailable");
+      this.recordDenied(msg, `${read.method} ${read.target}`, read.params, reason);
     }
-    this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
   }
 
   private answerUnavailable(msg: Request, why: string): void {
@@ -1240,6 +1251,11 @@ export class GuardedRequests {
     this.p.downstream.send(response);
   }
 
+  /**
+   * A held request whose hold ended without its catalog (the hold timeout, or a stop that answers
+   * what is held): identity_pending, recorded for a call or guarded read; not_initialized, not
+   * recorded, while the client has not sent notifications/initialized (no catalog was fetched).
+   */
   private answerPending(msg: Request): void {
     if (this.p.session.awaitsInitializedNotice) {
       // held for a catalog no one fetches: the fetch waits on the client's notifications/initialized
@@ -1254,6 +1270,9 @@ export class GuardedRequests {
       gen !== null && gen.reason !== "launch",
       this.p.heldWhy(),
     );
+    // the agent asked, and was refused: in the audit as any other refusal of a call or read is,
+    // against the epoch whose catalog it waited for (the current one)
+    this.recordRefusedUndecided(msg, "identity_pending");
     this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
   }
 
