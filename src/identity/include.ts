@@ -4,8 +4,8 @@
 // nothing lets a plugin change inside one epoch. One that matches nothing yet is accepted, and
 // the capture warns of it (includeMatch.ts), naming where it was given.
 import { existsSync, realpathSync } from "node:fs";
-import { homedir } from "node:os";
 import { isAbsolute, join, resolve, sep } from "node:path";
+import { homeDirectory } from "../util/xdg.js";
 
 export const GLOB_CHARS = /[*?[\]{}()!+@]/;
 
@@ -64,10 +64,13 @@ export class IncludeError extends Error {
   override name = "IncludeError";
 }
 
-/** `~` and `~/x` become the home directory; anything else is returned as it is. */
+/**
+ * `~` and `~/x` become the home directory by the one rule (xdg.ts): an empty or relative HOME is
+ * passed over, else `~/x` under `HOME=` watched `x` of the server's working directory instead.
+ */
 function expandHome(pattern: string): string {
-  if (pattern === "~") return homedir();
-  if (pattern.startsWith("~/")) return join(homedir(), pattern.slice(2));
+  if (pattern === "~") return homeDirectory();
+  if (pattern.startsWith("~/")) return join(homeDirectory(), pattern.slice(2));
   return pattern;
 }
 

@@ -1,6 +1,6 @@
-import { homedir } from "node:os";
-import { basename, resolve, sep } from "node:path";
+import { basename, sep } from "node:path";
 import { ConfigError } from "../config/config.js";
+import { homeDirectory } from "../util/xdg.js";
 import type { Entry } from "./document.js";
 import type { HostFile } from "./hosts.js";
 
@@ -23,7 +23,8 @@ type Expand = (name: string) => string | null;
 const FIELDS = ["command", "args", "env", "cwd"] as const;
 
 function editorVariables(project: string, env: NodeJS.ProcessEnv): Expand {
-  const home = env.HOME ? resolve(env.HOME) : homedir();
+  // the one rule for the user's home (xdg.ts): an empty or relative HOME is passed over
+  const home = homeDirectory(env);
   const fixed: Record<string, string> = {
     workspaceFolder: project,
     workspaceFolderBasename: basename(project),

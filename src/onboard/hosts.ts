@@ -1,7 +1,6 @@
 import { existsSync } from "node:fs";
-import { homedir } from "node:os";
 import { join, resolve } from "node:path";
-import { xdgAbsolute } from "../util/xdg.js";
+import { homeDirectory, xdgAbsolute } from "../util/xdg.js";
 
 /** How a host's configuration file is written: JSON with comments, or TOML (Codex CLI). */
 export type HostFormat = "jsonc" | "toml";
@@ -20,8 +19,9 @@ export interface HostFile {
 export const HOSTS = ["claude-code", "claude-desktop", "cursor", "vscode", "codex"] as const;
 export type HostName = (typeof HOSTS)[number];
 
+/** HOME when absolute, else the user's own home (xdg.ts): an empty or relative HOME is passed over. */
 function home(): string {
-  return process.env.HOME ? resolve(process.env.HOME) : homedir();
+  return homeDirectory();
 }
 
 /** `$XDG_CONFIG_HOME` when absolute (a relative one is ignored, as the XDG rule says: xdg.ts), else `~/.config`. */

@@ -24,18 +24,20 @@ export function xdgAbsolute(variable: XdgVariable): string | undefined {
  * (`HOME= portcullis init`, a service manager's `HOME=.`) is passed over, as a relative XDG
  * variable is: taken as it is, it made the default state directory `.local/state/portcullis`
  * under whatever folder a command ran in, so a gateway started in one folder and the `approve`
- * typed in another used two stores.
+ * typed in another used two stores. The one rule for every place that reads the user's home: the
+ * state directory, the host files `wrap`, `doctor` and `drill` look for (onboard/hosts.ts), a
+ * host's `${userHome}` (onboard/hostVariables.ts) and `~` in `identity.include` (identity/include.ts).
  */
-export function homeDirectory(): string {
-  const home = homedir();
-  if (isAbsolute(home)) return home;
+export function homeDirectory(env: NodeJS.ProcessEnv = process.env): string {
+  const home = env.HOME;
+  if (home !== undefined && isAbsolute(home)) return home;
   try {
     const own = userInfo().homedir;
     if (isAbsolute(own)) return own;
   } catch {
-    // no entry for this uid: nothing better than HOME as it is
+    // no entry for this uid: nothing better than what node makes of HOME
   }
-  return home;
+  return homedir();
 }
 
 /** An XDG base directory: the variable's value when it is an absolute path (xdgAbsolute), else the default under the home directory. */
