@@ -7,14 +7,19 @@
 // gateways driven call by call held within ±8 % at that load, and 1.01 for a build against itself.
 //
 //   node bench/ab.mjs --base OTHER/dist/cli/main.js [--calls N] [--repeat R] [--method tools/call|ping]
-//                     [--approval none|session [--base-approval none|session]] [--first | --start] [-- extra run options, default --audit-sync normal]
+//                     [--approval none|session [--base-approval none|session]] [--first | --start]
+//                     [--concurrency N] [-- extra run options, default --audit-sync normal]
 //
-// Prints, per repetition, each gateway's CPU time per call (all its threads, /proc schedstat) and
-// its p50 round trip at c=1, then the ratios this/base and their median over the repetitions, and
-// by position (the median where this build went first, where the base did, and their geometric
+// Prints, per repetition, each gateway's CPU time per call (all its threads, /proc schedstat; its
+// main thread apart) and its p50 round trip at c=1, then the ratios this/base and their median
+// over the repetitions, and by position (the median where this build went first, where the base did, and their geometric
 // mean). Which build is spawned, handshaken and called first swaps from one repetition to the
 // next, in every mode (this build in even repetitions, the base in odd ones; each line says
 // which): the build going first measured differently from the same build going second.
+// --concurrency N: instead of alternating single calls, both gateways driven at the same time,
+// N calls in flight at each (its own warm-up so too), until each answered --calls: the CPU per
+// call at c=N, where the calls of one turn share its transactions and pipe writes (bench/relay's
+// c=16 budget lines judge the main thread's). The p50 is then each call's round trip under both.
 // --first: the first call instead, in a fresh pair of gateways each repetition: the CPU each
 // spent on its first call alone (its first argument check: ajv's compiles), sent once the list
 // is answered and the validator's warm-up has loaded ajv, and from spawn to that call's answer.
@@ -54,6 +59,7 @@ const { values, positionals } = parseArgs({
     cold: { type: "boolean", default: false },
     approval: { type: "string", default: "none" },
     "base-approval": { type: "string" },
+    concurrency: { type: "string", default: "1" },
   },
   allowPositionals: true,
 });
@@ -86,6 +92,17 @@ if (GRANTS && (values.start || values.first || values.method !== "tools/call")) 
   process.exit(2);
 }
 const CALLS = Number(values.calls);
+const CONCURRENCY = Number(values.concurrency);
+if (!Number.isInteger(CONCURRENCY) || CONCURRENCY < 1) {
+  process.stderr.write(
+    `ab bench: --concurrency is a whole number of calls in flight, not ${values.concurrency}\n`,
+  );
+  process.exit(2);
+}
+if (CONCURRENCY > 1 && (values.first || values.start)) {
+  process.stderr.write("ab bench: --concurrency measures steady calls, without --first or --start\n");
+  process.exit(2);
+}
 const WARMUP = 1500;
 const SERVER = [process.execPath, join(REPO, "test", "fixtures", "servers", "echo.mjs")];
 const ENV = Object.fromEntries(
@@ -142,12 +159,28 @@ function gateway(cli, approvalMode) {
         return sum; // a thread that ended meanwhile
       }
     }, 0);
+  // the main thread alone: its task id is the process's
+  const mainNs = () =>
+    Number(readFileSync(`/proc/${child.pid}/task/${child.pid}/schedstat`, "utf8").split(" ")[0]);
   const close = () => {
     child.kill();
     rmSync(stateDir, { recursive: true, force: true });
     rmSync(passFile, { force: true });
   };
-  return { request, cpuNs, close, child, cli, stateDir, env, approvalMode, latencies: [], cpu0: 0 };
+  return {
+    request,
+    cpuNs,
+    mainNs,
+    close,
+    child,
+    cli,
+    stateDir,
+    env,
+    approvalMode,
+    latencies: [],
+    cpu0: 0,
+    main0: 0,
+  };
 }
 
 /**
@@ -180,6 +213,15 @@ async function one(g) {
   const answer = await g.request(values.method, params);
   g.latencies.push(Number(process.hrtime.bigint() - t) / 1000);
   if (answer.error || answer.result?.isError) throw new Error(JSON.stringify(answer.error ?? answer.result));
+}
+
+/** `calls` calls to `g`, CONCURRENCY of them in flight at any time. */
+async function inFlight(g, calls) {
+  let left = calls;
+  const worker = async () => {
+    while (left-- > 0) await one(g);
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
 }
 
 /**
@@ -228,14 +270,21 @@ async function repetition(baseFirst) {
   const ordered = baseFirst ? [pair[1], pair[0]] : pair;
   try {
     for (let i = 0; i < WARMUP; i++) for (const g of ordered) await one(g);
+    if (CONCURRENCY > 1) await Promise.all(ordered.map((g) => inFlight(g, WARMUP)));
     for (const g of ordered) {
       g.latencies = [];
       g.cpu0 = g.cpuNs();
+      g.main0 = g.mainNs();
     }
+    // --concurrency N: both gateways at once, N calls in flight at each, the same moments' load
+    if (CONCURRENCY > 1) await Promise.all(ordered.map((g) => inFlight(g, CALLS)));
     // alternate which goes first, so neither always follows the other's wake-ups
-    for (let i = 0; i < CALLS; i++) for (const g of i & 1 ? [ordered[1], ordered[0]] : ordered) await one(g);
+    else
+      for (let i = 0; i < CALLS; i++)
+        for (const g of i & 1 ? [ordered[1], ordered[0]] : ordered) await one(g);
     return pair.map((g) => ({
       cpu: (g.cpuNs() - g.cpu0) / 1000 / CALLS,
+      main: (g.mainNs() - g.main0) / 1000 / CALLS,
       p50: g.latencies.sort((a, b) => a - b)[g.latencies.length >> 1],
     }));
   } finally {
@@ -433,20 +482,23 @@ if (values.first) {
   process.exit(0);
 }
 console.log(
-  `ab bench: ${values.method} against the echo fixture, c=1, ${CALLS} calls each, alternating; run --approval ${values.approval}${BASE_APPROVAL === values.approval ? "" : ` (base: --approval ${BASE_APPROVAL})`} ${RUN_ARGS.join(" ")}`,
+  `ab bench: ${values.method} against the echo fixture, c=${CONCURRENCY}, ${CALLS} calls each, ${CONCURRENCY > 1 ? "both at once" : "alternating"}; run --approval ${values.approval}${BASE_APPROVAL === values.approval ? "" : ` (base: --approval ${BASE_APPROVAL})`} ${RUN_ARGS.join(" ")}`,
 );
 console.log(`this: ${join(REPO, "dist", "cli", "main.cjs")}\nbase: ${resolve(values.base)}`);
-const ratios = { cpu: [], p50: [] };
+const ratios = { cpu: [], main: [], p50: [] };
 for (let r = 0; r < Number(values.repeat); r++) {
   const [a, b] = await repetition(baseFirstIn(r));
   ratios.cpu.push(a.cpu / b.cpu);
+  ratios.main.push(a.main / b.main);
   ratios.p50.push(a.p50 / b.p50);
   console.log(
-    `  ${firstName(baseFirstIn(r))}: this cpu ${a.cpu.toFixed(1)} µs/call p50 ${a.p50.toFixed(0)} µs | base cpu ${b.cpu.toFixed(1)} p50 ${b.p50.toFixed(0)}` +
-      ` | this/base cpu ${(a.cpu / b.cpu).toFixed(3)} p50 ${(a.p50 / b.p50).toFixed(3)}`,
+    `  ${firstName(baseFirstIn(r))}: this cpu ${a.cpu.toFixed(1)} µs/call (main ${a.main.toFixed(1)}) p50 ${a.p50.toFixed(0)} µs | base cpu ${b.cpu.toFixed(1)} (main ${b.main.toFixed(1)}) p50 ${b.p50.toFixed(0)}` +
+      ` | this/base cpu ${(a.cpu / b.cpu).toFixed(3)} main ${(a.main / b.main).toFixed(3)} p50 ${(a.p50 / b.p50).toFixed(3)}`,
   );
 }
-console.log(`median this/base: cpu ${median(ratios.cpu).toFixed(3)}, p50 ${median(ratios.p50).toFixed(3)}`);
+console.log(
+  `median this/base: cpu ${median(ratios.cpu).toFixed(3)}, main thread ${median(ratios.main).toFixed(3)}, p50 ${median(ratios.p50).toFixed(3)}`,
+);
 // a position bias multiplies the ratio by some b when this build goes first and by 1/b when the
 // base does: the geometric mean of the two positions' medians cancels it
 const byPosition = (xs, baseFirst) => xs.filter((_, r) => baseFirstIn(r) === baseFirst);
@@ -455,4 +507,6 @@ const balanced = (xs) => {
   if (!t.length || !b.length) return "(needs --repeat 2 or more)";
   return `${Math.sqrt(median(t) * median(b)).toFixed(3)} (this first ${median(t).toFixed(3)}, base first ${median(b).toFixed(3)})`;
 };
-console.log(`by position, this/base: cpu ${balanced(ratios.cpu)}; p50 ${balanced(ratios.p50)}`);
+console.log(
+  `by position, this/base: cpu ${balanced(ratios.cpu)}; main thread ${balanced(ratios.main)}; p50 ${balanced(ratios.p50)}`,
+);
