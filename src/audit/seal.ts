@@ -59,6 +59,21 @@ export function unseal(key: Uint8Array, nonce: Uint8Array, header: string, seale
   return Buffer.concat([d.update(body), d.final()]);
 }
 
+/**
+ * The raw bytes of each audit public key a session was started for, read once: a writer starts a
+ * session every 1,024 records for the same recipient, and each read is a DER export (OpenSSL's
+ * encoder, hundreds of microseconds). Public bytes; held as long as the key object is.
+ */
+const recipientBytes = new WeakMap<KeyObject, Buffer>();
+function rawRecipient(recipient: KeyObject): Buffer {
+  let raw = recipientBytes.get(recipient);
+  if (raw === undefined) {
+    raw = rawX25519PublicKey(recipient);
+    recipientBytes.set(recipient, raw);
+  }
+  return raw;
+}
+
 /** One writer's sealing context: an ephemeral key, the derived AEAD key, a nonce counter. */
 export class SealingSession {
   private counter = 0n;
@@ -72,7 +87,7 @@ export class SealingSession {
     const priv = ephemeralPrivate ?? newX25519PrivateKey();
     const epkRaw = rawX25519PublicKey(priv);
     const shared = diffieHellman({ privateKey: priv, publicKey: recipient });
-    const key = deriveRecordKey(shared, epkRaw, rawX25519PublicKey(recipient));
+    const key = deriveRecordKey(shared, epkRaw, rawRecipient(recipient));
     shared.fill(0);
     return new SealingSession(epkRaw.toString("base64url"), key);
   }

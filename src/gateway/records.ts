@@ -241,7 +241,13 @@ function refusedDigest(args: unknown): string | null {
 
 /** A call's name fields: its id (requestIdFields) and its call key, which joins its intent to its end. */
 export function callFields(name: CallName): { requestId: unknown; requestIdText?: string; callKey?: number } {
-  return { ...requestIdFields(name.idText), ...(name.key !== undefined ? { callKey: name.key } : {}) };
+  // the key added to requestIdFields' own new object, not both spread into a third: every intent
+  // and every result comes here
+  const fields: { requestId: unknown; requestIdText?: string; callKey?: number } = requestIdFields(
+    name.idText,
+  );
+  if (name.key !== undefined) fields.callKey = name.key;
+  return fields;
 }
 
 /**
@@ -250,6 +256,30 @@ export function callFields(name: CallName): { requestId: unknown; requestIdText?
  * which no JSON number holds exactly; `1.0`; `"a\/b"`): the views name the call by that text.
  */
 export function requestIdFields(idText: string): { requestId: unknown; requestIdText?: string } {
+  const plain = plainIntegerId(idText);
+  if (plain !== null) return { requestId: plain };
   const requestId: unknown = JSON.parse(idText);
   return JSON.stringify(requestId) === idText ? { requestId } : { requestId, requestIdText: idText };
+}
+
+/**
+ * The id a client most often writes, an integer of at most 15 digits with no sign but a leading
+ * minus and no leading zero, as its number; else null. Such a text is the number's own
+ * serialisation (every integer of 15 digits is exact in a double, and `String` writes it back the
+ * same), so the JSON parse and the serialisation that would compare them are spared. `-0` is not
+ * one: it serialises as `0`.
+ */
+function plainIntegerId(idText: string): number | null {
+  const n = idText.length;
+  if (n === 0 || n > 16) return null;
+  let i = idText.charCodeAt(0) === 45 /* - */ ? 1 : 0;
+  const first = idText.charCodeAt(i);
+  // a leading zero only as the whole text "0"; the digits after the sign at most 15
+  if (first === 48 /* 0 */) return n === 1 ? 0 : null;
+  if (first < 49 || first > 57 || n - i > 15) return null;
+  for (i++; i < n; i++) {
+    const c = idText.charCodeAt(i);
+    if (c < 48 || c > 57) return null;
+  }
+  return Number(idText);
 }
