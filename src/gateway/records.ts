@@ -273,6 +273,7 @@ function plainIntegerId(idText: string): number | null {
   const n = idText.length;
   if (n === 0 || n > 16) return null;
   let i = idText.charCodeAt(0) === 45 /* - */ ? 1 : 0;
+  if (i === n) return null; // "-" alone (no JSON text, but never NaN)
   const first = idText.charCodeAt(i);
   // a leading zero only as the whole text "0"; the digits after the sign at most 15
   if (first === 48 /* 0 */) return n === 1 ? 0 : null;

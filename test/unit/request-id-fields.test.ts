@@ -19,6 +19,8 @@ function outcome(f: (idText: string) => unknown, idText: string): unknown {
 describe("requestIdFields", () => {
   // the texts a short path for integers could get wrong: signs, zeros, lengths around 15 digits
   const edges = [
+    "-",
+    "",
     "0",
     "-0",
     "00",
