@@ -11,7 +11,7 @@ import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { argumentsDigest } from "../../src/audit/events.js";
-import { auditEvents } from "../helpers/approvals.js";
+import { auditActivity, auditEvents } from "../helpers/approvals.js";
 import { type Msg, startExhaustGateway } from "../helpers/exhaustGateway.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 
@@ -88,6 +88,12 @@ describe("a request held for the server's catalog and refused identity_pending",
       epoch,
       argumentsDigest: argumentsDigest({ uri: "exhaust://doc" }),
     });
+    // and `audit activity` lists both as refused calls, the refusal's reason as their decision
+    const rows = (await auditActivity(g.stateDir)).filter((r) => r.call === '"call"' || r.call === '"read"');
+    expect(rows.map((r) => [r.call, r.tool, r.epoch, r.decision, r.outcome])).toEqual([
+      ['"call"', "echo", epoch, "identity_pending", "refused"],
+      ['"read"', "resources/read exhaust://doc", epoch, "identity_pending", "refused"],
+    ]);
   }, 60_000);
 
   it(`at once past ${MAX_HELD} held: each refused call or read recorded once; those held and served are not`, async () => {
