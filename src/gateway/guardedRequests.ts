@@ -1149,12 +1149,6 @@ export class GuardedRequests {
   }
 
   /**
-   * Refuses `msg` with `e` (server_unavailable) because no server can answer: none runs until its
-   * files change, or the remote cannot be reached. A call or guarded read refused so is recorded
-   * as the guard's refusals are (authorization_denied, reason server_unavailable): the audit
-   * shows what the agent asked while the server was down, not only what ran.
-   */
-  /**
    * Answers `msg` at once while the server reads none of its input: decided and forwarded, it
    * would only wait behind what the server does not read, in the gateway's memory. Recorded as a
    * refusal while the server is down is (server_unavailable).
@@ -1184,6 +1178,12 @@ export class GuardedRequests {
     return true;
   }
 
+  /**
+   * Refuses `msg` with `e` (server_unavailable) because no server can answer: none runs until its
+   * files change, or the remote cannot be reached. A call or guarded read refused so is recorded
+   * as the guard's refusals are (authorization_denied, reason server_unavailable): the audit
+   * shows what the agent asked while the server was down, not only what ran.
+   */
   private answerDown(msg: Request, e: ErrorObject): void {
     this.recordRefusedUndecided(msg, "server_unavailable");
     this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
@@ -1192,8 +1192,8 @@ export class GuardedRequests {
   /**
    * Records the refusal of `msg`, refused before (or instead of) a decision, `authorization_denied`
    * with `reason`: a call by its tool and arguments, a guarded read by its method and target. A
-   * tools/list is not recorded (it asks for nothing of the server's), nor a call without a name
-   * (answered invalid params before it could be held).
+   * tools/list is not recorded (it asks for nothing of the server's), nor a call without a string
+   * name (no tool to record it under; a held call always has one: it was checked before its hold).
    */
   private recordRefusedUndecided(msg: Request, reason: "server_unavailable" | "identity_pending"): void {
     if (msg.method === "tools/call") {
