@@ -5,7 +5,7 @@
 // `filled in by the build` written in (scripts/bundle.mjs).
 "use strict";
 const { isAscii } = require("node:buffer");
-const { readFileSync } = require("node:fs");
+const { closeSync, fstatSync, openSync, readSync } = require("node:fs");
 const Module = require("node:module");
 const { dirname, join } = require("node:path");
 
@@ -22,15 +22,60 @@ const HERE = __dirname;
 const asJs = Module._extensions[".js"];
 Module._extensions[".cjs"] = function readCommandFile(module, filename) {
   if (dirname(filename) === HERE) {
-    const bytes = readFileSync(filename);
+    const halves = moduleWrapper();
+    if (halves === null) return asJs(module, filename);
+    const [head, tail] = halves;
+    const wrapped = readBetween(filename, head, tail);
+    const bytes = wrapped.subarray(head.length, wrapped.length - tail.length);
     if (isAscii(bytes)) {
-      const source = bytes.toString("latin1");
       const cache = codeCache(filename, bytes);
-      return cache === null ? module._compile(source, filename) : fromCache(module, filename, source, cache);
+      return cache === null
+        ? module._compile(bytes.toString("latin1"), filename)
+        : fromCache(module, filename, wrapped.toString("latin1"), cache);
     }
   }
   return asJs(module, filename);
 };
+
+/**
+ * The two halves of node's CommonJS module wrapper, as Module.wrap puts them around a file. The
+ * code cache was made from Module.wrap's string (scripts/codeCache.cjs); should something have
+ * replaced Module.wrap with another wrapping, the halves are worked out from what it makes of a
+ * marker, so the source V8 compiles is still exactly Module.wrap's; null when that is not a
+ * wrapping of the marker, and node loads the file its own way.
+ */
+function moduleWrapper() {
+  const marker = "\u0000portcullis-module-body\u0000";
+  const whole = Module.wrap(marker);
+  const at = typeof whole === "string" ? whole.indexOf(marker) : -1;
+  if (at < 0 || !isAscii(Buffer.from(whole, "utf8"))) return null;
+  return [whole.slice(0, at), whole.slice(at + marker.length)];
+}
+
+/**
+ * FILE's bytes with HEAD before them and TAIL after (both ASCII), in one buffer read once. Why
+ * not Module.wrap(text): that string is a concatenation, which V8 copies whole into a flat string
+ * before it looks the script up (1.7 MB for gateway.cjs), and on this kind of VM each page of
+ * fresh memory touched costs about 14 µs of CPU (docs/performance-history.md, "Session
+ * fifty-five: warm start on a slower machine"): one buffer, read into once and decoded once, is
+ * already flat.
+ */
+function readBetween(filename, head, tail) {
+  const fd = openSync(filename, "r");
+  try {
+    const size = fstatSync(fd).size;
+    const buf = Buffer.allocUnsafeSlow(head.length + size + tail.length);
+    buf.write(head, 0, "latin1");
+    let end = head.length;
+    // a file that shrank since the fstat ends earlier
+    for (let n = 1; n > 0 && end < head.length + size; end += n)
+      n = readSync(fd, buf, end, head.length + size - end, null);
+    buf.write(tail, end, "latin1");
+    return buf.subarray(0, end + tail.length);
+  } finally {
+    closeSync(fd);
+  }
+}
 
 /**
  * The V8 code cache the build wrote beside FILE (scripts/codeCache.cjs), when it was made by this
@@ -42,33 +87,54 @@ Module._extensions[".cjs"] = function readCommandFile(module, filename) {
  */
 function codeCache(filename, bytes) {
   if (process.sourceMapsEnabled) return null;
-  let file;
+  let fd;
   try {
-    file = readFileSync(`${filename}.v8cache`);
+    fd = openSync(`${filename}.v8cache`, "r");
   } catch {
     return null;
   }
-  const lines = [];
-  let at = 0;
-  for (let i = 0; i < 3; i++) {
-    const nl = file.indexOf(10, at);
-    if (nl < 0) return null;
-    lines.push(file.toString("latin1", at, nl));
-    at = nl + 1;
+  try {
+    const size = fstatSync(fd).size;
+    const header = Buffer.alloc(Math.min(size, 512));
+    const lines = [];
+    let at = 0;
+    if (readFully(fd, header, 0) === header.length)
+      for (let i = 0; i < 3; i++) {
+        const nl = header.indexOf(10, at);
+        if (nl < 0) return null;
+        lines.push(header.toString("latin1", at, nl));
+        at = nl + 1;
+      }
+    if (lines[0] !== "portcullis-v8-code-cache 1" || lines[1] !== process.versions.v8) return null;
+    // the cache in a buffer of its own, at its start: V8 copies a cache that does not start on an
+    // 8-byte boundary (2.5 MB for gateway.cjs, fresh pages again), as it did not after the header
+    const cache = Buffer.allocUnsafeSlow(size - at);
+    if (readFully(fd, cache, at) !== cache.length) return null;
+    const digest = require("node:crypto").createHash("sha256").update(bytes).update(cache).digest("hex");
+    return lines[2] === digest ? cache : null;
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
   }
-  if (lines[0] !== "portcullis-v8-code-cache 1" || lines[1] !== process.versions.v8) return null;
-  const cache = file.subarray(at);
-  const digest = require("node:crypto").createHash("sha256").update(bytes).update(cache).digest("hex");
-  return lines[2] === digest ? cache : null;
+}
+
+/** Reads FD from POSITION into the whole of BUF, or to the end of the file: the bytes read. */
+function readFully(fd, buf, position) {
+  let got = 0;
+  for (let n = 1; n > 0 && got < buf.length; got += n)
+    n = readSync(fd, buf, got, buf.length - got, position + got);
+  return got;
 }
 
 /**
- * What module._compile does with a CommonJS file, with V8 given the cache: the module wrapper, run
- * with the module's own require, exports, module, __filename and __dirname.
+ * What module._compile does with a CommonJS file, with V8 given the cache: WRAPPED is the file in
+ * the module wrapper (Module.wrap's string), run with the module's own require, exports, module,
+ * __filename and __dirname.
  */
-function fromCache(module, filename, source, cachedData) {
+function fromCache(module, filename, wrapped, cachedData) {
   const vm = require("node:vm");
-  const script = new vm.Script(Module.wrap(source), { filename, cachedData });
+  const script = new vm.Script(wrapped, { filename, cachedData });
   const wrapper = script.runInThisContext({ displayErrors: true });
   const own = Module.createRequire(filename);
   return wrapper.call(module.exports, module.exports, own, module, filename, dirname(filename));

@@ -36,7 +36,15 @@ interface Compile {
   file: string;
   cached: boolean;
   rejected: boolean | null;
+  /** the cache given starts on an 8-byte boundary of its memory (null: none given) */
+  aligned: boolean | null;
+  /** the source compiled is exactly Module.wrap of the file's text, as the cache was made from */
+  wrapped: boolean;
 }
+
+/** A compile of FILE that was given its cache and that V8 took (or, REJECTED, refused). */
+const compiled = (file: string, rejected = false) =>
+  expect.objectContaining({ file, cached: true, rejected });
 
 /** The header lines of FILE.v8cache and the cache's bytes. */
 function readCache(file: string): { lines: string[]; data: Buffer } {
@@ -68,13 +76,15 @@ async function gatewayCompiles(
     spy,
     [
       'const vm = require("node:vm");',
-      'const { appendFileSync } = require("node:fs");',
+      'const { appendFileSync, readFileSync } = require("node:fs");',
       "const Script = vm.Script;",
       "vm.Script = class extends Script {",
       "  constructor(code, options) {",
       "    super(code, options);",
-      '    if (typeof options?.filename === "string" && options.filename.endsWith(".cjs"))',
-      `      appendFileSync(${JSON.stringify(log)}, JSON.stringify({ file: options.filename, cached: options.cachedData !== undefined, rejected: this.cachedDataRejected ?? null }) + "\\n");`,
+      '    if (typeof options?.filename !== "string" || !options.filename.endsWith(".cjs")) return;',
+      "    const data = options.cachedData;",
+      "    const wrapped = code === require('node:module').wrap(readFileSync(options.filename, 'latin1'));",
+      `    appendFileSync(${JSON.stringify(log)}, JSON.stringify({ file: options.filename, cached: data !== undefined, rejected: this.cachedDataRejected ?? null, aligned: data === undefined ? null : data.byteOffset % 8 === 0, wrapped }) + "\\n");`,
       "  }",
       "};",
       "",
@@ -129,20 +139,27 @@ describe("the gateway's V8 code caches", () => {
   it("a gateway compiles its file and ajv's from them, and V8 takes both", async () => {
     const { compiles } = await gatewayCompiles(DIST);
     for (const name of CACHED)
+      expect(compiles, JSON.stringify(compiles)).toContainEqual(compiled(join(DIST, name)));
+  }, 90_000);
+
+  it("V8 is given each cache at an 8-byte boundary and the file in node's module wrapper, as the cache was made", async () => {
+    // V8 copies a cache that is not aligned before reading it, and flattens a source given as a
+    // concatenation (Module.wrap's): 2.5 MB and 1.7 MB of fresh memory for gateway.cjs at every
+    // start, which this kind of VM charges about 14 µs of CPU a page for
+    const { compiles } = await gatewayCompiles(DIST);
+    for (const name of CACHED)
       expect(compiles, JSON.stringify(compiles)).toContainEqual({
         file: join(DIST, name),
         cached: true,
         rejected: false,
+        aligned: true,
+        wrapped: true,
       });
   }, 90_000);
 
   it("the entry of earlier builds, main.js, which older host configurations name, serves through main.cjs, caches included", async () => {
     const { compiles } = await gatewayCompiles(DIST, "main.js");
-    expect(compiles, JSON.stringify(compiles)).toContainEqual({
-      file: join(DIST, "gateway.cjs"),
-      cached: true,
-      rejected: false,
-    });
+    expect(compiles, JSON.stringify(compiles)).toContainEqual(compiled(join(DIST, "gateway.cjs")));
   }, 90_000);
 
   it("a cache that is not of the file beside it, or is damaged, never reaches V8: the gateway compiles the source and serves", async () => {
@@ -180,10 +197,6 @@ describe("the gateway's V8 code caches", () => {
     );
     expect(remade.status, remade.stderr).toBe(0);
     const { compiles } = await gatewayCompiles(dist);
-    expect(compiles, JSON.stringify(compiles)).toContainEqual({
-      file: join(dist, "gateway.cjs"),
-      cached: true,
-      rejected: true,
-    });
+    expect(compiles, JSON.stringify(compiles)).toContainEqual(compiled(join(dist, "gateway.cjs"), true));
   }, 90_000);
 });
