@@ -25,8 +25,20 @@ import { allNames, allPairNames, LEGACY_NAMES } from "./htmlNames.js";
 import { REFERENCE_READINGS } from "./htmlReferences.js";
 import { escapeRegExp } from "./percentSpelling.js";
 
-/** What a reference's `&` may be written as, up to three times more (a reading each). */
-const AMPERSAND = "&(?:(?:amp|AMP);?|#0*38;?|#[xX]0*26;?){0,3}";
+/**
+ * What a reference's `&` may be written as, up to three times more (a reading each).
+ *
+ * The empty alternative last never matches: an iteration of a `{0,n}` loop that reads nothing
+ * fails (ECMAScript's RepeatMatcher), so the loop tries the same spellings in the same order as
+ * `(?:…){0,3}` and finds the same matches. It is there for V8: a loop of at most three whose body
+ * cannot be empty it unrolls into nested copies, and this group sits in every character's pattern
+ * (once more for each further UTF-8 byte): the first search after three 40-character ASCII keys
+ * were released, which compiles the regex, took 0.5-0.7 s of CPU (a loaded 2-core machine), a
+ * stall of the gateway at the first line holding a reference to one of their characters; with a
+ * body that may be empty V8 keeps the loop, and it takes 70-100 ms
+ * (docs/performance-history.md). Same matches: test/vault/reference-pattern-loop.property.test.ts.
+ */
+export const AMPERSAND = "&(?:(?:amp|AMP);?|#0*38;?|#[xX]0*26;?|){0,3}";
 
 /**
  * What a URL escape's `%` may be written as: itself, or any reference to it (`&#37;`, `&percnt;`,
