@@ -1079,7 +1079,7 @@ export class ReleasedValues {
       const all = [...this.referenceSources.entries()]
         .sort((a, b) => b[0].length - a[0].length)
         .map(([, p]) => p);
-      this.referenceRegex = new RegExp(all.length > 0 ? all.join("|") : NOTHING, "g");
+      this.referenceRegex = compiledToMachineCode(new RegExp(all.length > 0 ? all.join("|") : NOTHING, "g"));
     }
     return this.referenceRegex;
   }
@@ -1440,6 +1440,29 @@ function lastStartingBefore(spans: readonly Span[], at: number): Span | undefine
     else hi = mid;
   }
   return lo > 0 ? spans[lo - 1] : undefined;
+}
+
+/**
+ * A text long enough that V8 compiles a regex searching it straight to machine code (its tier-up
+ * for subjects of 1,000 characters or more), of two-byte characters (as text outside Latin-1 is).
+ */
+const LONG_SUBJECT = "\u0100".repeat(1000);
+
+/**
+ * `re`, searched once in LONG_SUBJECT so that V8 compiles it to machine code now. Otherwise V8
+ * compiles a regex to bytecode for its first search and to machine code for its second, and for
+ * the spelling of values with references (some kilobytes of source per value) the bytecode cost
+ * the most: about 2.5 µs of CPU per character of source, most of it the bytecode's peephole pass,
+ * against 0.7 for the machine code. The scrubber searches with it again on every line holding a
+ * reference to a value's character, so the machine code is compiled either way; what is saved is
+ * the bytecode, once per set of released values (docs/performance-history.md). Only the time
+ * depends on V8 doing so: the search's result is dropped, and `lastIndex` put back.
+ */
+function compiledToMachineCode(re: RegExp): RegExp {
+  re.lastIndex = 0;
+  re.exec(LONG_SUBJECT);
+  re.lastIndex = 0;
+  return re;
 }
 
 function matches(re: RegExp, text: string): boolean {
