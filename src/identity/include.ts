@@ -6,8 +6,10 @@
 import { existsSync, realpathSync } from "node:fs";
 import { isAbsolute, join, resolve, sep } from "node:path";
 import { homeDirectory } from "../util/xdg.js";
+import { GLOB_CHARS, tooWide } from "./includeReach.js";
 
-export const GLOB_CHARS = /[*?[\]{}()!+@]/;
+// a pattern is a glob when it has one of these (includeReach.ts keeps them: it needs them too)
+export { GLOB_CHARS };
 
 /**
  * Where each accepted pattern was given (the config key and file, or the flag), by working
@@ -94,7 +96,8 @@ function balanced(pattern: string): boolean {
 
 /**
  * The patterns with `~` expanded, each checked: refused (IncludeError naming `where`, the flag or
- * config key, and the pattern) when empty, malformed, or a plain path that does not exist.
+ * config key, and the pattern) when empty, malformed, a plain path that does not exist, or one whose
+ * walk reaches the whole file system, a top-level directory or the home directory (includeReach.ts).
  * Relative patterns stay relative to `cwd`; absolute ones stay absolute and are watched there.
  */
 export function checkIncludes(patterns: readonly string[], cwd: string, where: string): string[] {
@@ -109,6 +112,10 @@ export function checkIncludes(patterns: readonly string[], cwd: string, where: s
     }
     const body = p.startsWith("!") ? p.slice(1) : p;
     if (!balanced(body)) throw bad("is not a valid glob (an unclosed [, { or ( )");
+    if (!p.startsWith("!")) {
+      const wide = tooWide(body, cwd);
+      if (wide !== null) throw bad(wide);
+    }
     if (!GLOB_CHARS.test(body) && !p.startsWith("!")) {
       const abs = isAbsolute(body) ? body : join(cwd, body);
       if (!existsSync(abs)) throw bad(`can never match: ${abs} does not exist (and it has no glob)`);
