@@ -23,6 +23,7 @@ import { parse } from "./args.js";
 import { EXIT_CHECK_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.js";
 import { failureLine } from "./failureLine.js";
 import { keyringEnding } from "./keyringAdvice.js";
+import { commandList, RECORDS_LATE_CHANGE } from "./lateRecords.js";
 import {
   MIN_PASSPHRASE_LENGTH,
   NEW_PASSPHRASE_FILE_ENV,
@@ -48,8 +49,9 @@ one (the new passphrase opens it), and two changes at once never mix (the second
 current passphrase no longer opens the keyring, and exits 1). The change is recorded in the
 audit chain (passphrase_changed, with the key ids, never a passphrase); killed before that
 record, or finding the store unwritable, it leaves keyring.json.change-unrecorded, and the next
-command that takes the passphrase (approve, deny, audit sessions, passphrase, unlock, vault set)
-records it late; doctor reports it until then.
+command that takes the passphrase records it late:
+  ${commandList(RECORDS_LATE_CHANGE)};
+doctor reports it until then.
 A keyring made before decisions were signed gets its approver key first, pinned in the audit
 chain, as approve does.
 
@@ -212,7 +214,7 @@ function record(db: Store, stateDir: string, c: PassphraseChange, by: string): n
     }
   } catch (e) {
     process.stderr.write(
-      `portcullis passphrase: warning: the passphrase was changed, but the change could not be recorded in the audit chain: ${safeText((e as Error).message)}; the next command that takes the passphrase (approve, deny, audit sessions, passphrase, the console's login) records it late\n`,
+      `portcullis passphrase: warning: the passphrase was changed, but the change could not be recorded in the audit chain: ${safeText((e as Error).message)}; the next command that takes the passphrase (${commandList(RECORDS_LATE_CHANGE)}) records it late\n`,
     );
     return null;
   }

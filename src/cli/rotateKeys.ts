@@ -15,6 +15,7 @@ import { liveHolderPids } from "../vault/liveHolders.js";
 import { resealVault } from "../vault/reseal.js";
 import { parse } from "./args.js";
 import { EXIT_OK, UsageError } from "./errors.js";
+import { commandList, RECORDS_LATE_ROTATION } from "./lateRecords.js";
 import {
   MIN_PASSPHRASE_LENGTH,
   NEW_PASSPHRASE_FILE_ENV,
@@ -47,8 +48,9 @@ Refused while the vault is unlocked (portcullis lock first). keyring.json is wri
 renamed over the old one under the lock every rewrite of the keyring takes: killed at any point,
 the old keyring (old passphrase) or the new one (new passphrase) is in place. Killed after the
 rename and before the rotation record, no decision is honoured until the next command that takes
-the passphrase (approve, deny, audit sessions, passphrase) appends the record the new keyring
-carries; killed before the vault's reseal, the next unlock or vault set reseals it.
+the passphrase and checks the approver key appends the record the new keyring carries:
+  ${commandList(RECORDS_LATE_ROTATION)};
+killed before the vault's reseal, the next unlock or vault set reseals it.
 
 What it does not do: a copy of the old keyring.json with the old passphrase still opens the
 records written before the rotation, and the secrets as they were then; it opens nothing written
@@ -124,7 +126,7 @@ async function rotate(args: string[], ctx: { stateDir: string }): Promise<number
       seq = appendRotation(db, stateDir, rotated.pending);
     } catch (e) {
       notice(
-        `warning: the keys were rotated, but the rotation could not be recorded in the audit chain: ${(e as Error).message}; no decision is honoured until the next command that takes the passphrase (approve, deny, audit sessions, passphrase) records it`,
+        `warning: the keys were rotated, but the rotation could not be recorded in the audit chain: ${(e as Error).message}; no decision is honoured until the next command that takes the passphrase and checks the approver key (${commandList(RECORDS_LATE_ROTATION)}) records it`,
       );
     }
     let resealed = { secrets: 0, egressCa: false };

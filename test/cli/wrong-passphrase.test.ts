@@ -10,7 +10,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { nextRequest, pending } from "../helpers/approvals.js";
 import { tempDir } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
-import { fixtureCommand, REPO } from "../helpers/paths.js";
+import { readmeWrongPassphraseCommands } from "../helpers/passphraseCommands.js";
+import { fixtureCommand } from "../helpers/paths.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -23,28 +24,6 @@ function wrongPassphraseEnv(): Record<string, string> {
   const file = join(tempDir("portcullis-wrong-pass-"), "passphrase");
   writeFileSync(file, "not the passphrase\n", { mode: 0o600 });
   return { ...passphraseEnv(), PORTCULLIS_PASSPHRASE_FILE: file };
-}
-
-/**
- * The commands README's "Exit codes" sentence says exit 1 on a wrong passphrase, each written out
- * (`vault set|rm` is `vault set` and `vault rm`).
- */
-function readmeWrongPassphraseCommands(): string[] {
-  const readme = readFileSync(join(REPO, "README.md"), "utf8").replace(/\s+/g, " ");
-  const start = "every command that asks for one (";
-  const at = readme.indexOf(start);
-  expect(at, start).toBeGreaterThanOrEqual(0);
-  // the list ends at its ";" (what asks for a new passphrase follows) or its ")"
-  const list = readme.slice(at + start.length).split(/[;)]/)[0]!;
-  return [...list.matchAll(/`([^`]+)`/g)].flatMap(([, c]) => {
-    const [head, ...rest] = c!.split(" ");
-    return rest.length === 0
-      ? [head!]
-      : rest
-          .join(" ")
-          .split("|")
-          .map((sub) => `${head} ${sub}`);
-  });
 }
 
 describe("a wrong passphrase", () => {
