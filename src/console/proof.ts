@@ -5,6 +5,7 @@
  */
 import type { KeyObject } from "node:crypto";
 import { statSync } from "node:fs";
+import { recordLateChange } from "../approval/lateWrapping.js";
 import { ensurePinned, pinnedSigner } from "../approval/pin.js";
 import type { DecisionSigner } from "../keyring/approver.js";
 import { keyringPath, loadPublicKeyring, type PublicKeyring, unlockKeyring } from "../keyring/keyring.js";
@@ -38,6 +39,9 @@ export async function prove(
     return { signer, auditKey };
   }
   ensurePinned(db, stateDir, unlocked.signer, notice);
+  // a passphrase change its command left unrecorded is recorded now, late, as every command that
+  // takes the passphrase does (pinnedSigner above does it for an old keyring): the login skipped it
+  await recordLateChange(db, stateDir, unlocked.auditPrivateKey, notice);
   return { signer: unlocked.signer, auditKey };
 }
 
