@@ -1,5 +1,6 @@
 import { quotedName, safeText } from "../catalog/text.js";
 import { consoleLine, doctor } from "../onboard/doctor.js";
+import { HOSTS, hostFiles } from "../onboard/hosts.js";
 import { printableJson } from "../util/printableJson.js";
 import { parse } from "./args.js";
 import { EXIT_CHECK_FAILED } from "./errors.js";
@@ -55,7 +56,9 @@ export async function doctorCommand(args: string[]): Promise<number> {
     if (g.unseen) out.push(`    host chain: not readable from here (${t(g.unseen)})`);
     for (const c of g.hostChain) out.push(`    host chain: ${t(c)}`);
   }
-  out.push(r.hosts.length === 0 ? "host files       none found" : "host files");
+  // none found: where they were looked for, so that a HOME or XDG_CONFIG_HOME other than the
+  // user thought is seen (wrap names them too when it finds none)
+  out.push(r.hosts.length === 0 ? `host files       none found (looked in ${t(lookedIn())})` : "host files");
   for (const h of r.hosts) {
     out.push(`  ${h.host}  ${t(h.file)}`);
     // an HTTP entry, or one the host cannot start, is not "not wrapped": wrap leaves it alone;
@@ -87,4 +90,9 @@ export async function doctorCommand(args: string[]): Promise<number> {
     out.push(`  ${f.ok ? "ok     " : "PROBLEM"}  ${t(f.what)}\n           next: ${t(f.next)}`);
   process.stdout.write(`${out.join("\n")}\n`);
   return bad ? EXIT_CHECK_FAILED : 0;
+}
+
+/** Every file doctor looks for host servers in, from this directory (onboard/hosts.ts). */
+function lookedIn(): string {
+  return HOSTS.flatMap((h) => hostFiles(h, process.cwd()).map((f) => f.file)).join(", ");
 }

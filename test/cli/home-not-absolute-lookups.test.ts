@@ -58,6 +58,11 @@ describe.skipIf(!ROOT_ON_LINUX)(
         const doctor = await runCli(["doctor", "--json"], options);
         const report = JSON.parse(doctor.stdout) as { hosts: { file: string }[] };
         expect(report.hosts, why).toEqual([]);
+        const said = await runCli(["doctor"], options);
+        expect(said.stdout, why).toContain(
+          `host files       none found (looked in ${join(f.cwd, ".mcp.json")}, ${PASSWD_HOME}/.claude.json, `,
+        );
+        expect(said.stdout, why).toContain(`${PASSWD_HOME}/.codex/config.toml)`);
         const drill = await runCli(["drill", "decoy"], options);
         expect(drill.code, why).toBe(2);
         expect(drill.stderr, why).toContain("no server by that label");
