@@ -103,7 +103,6 @@ it("--watch started under a held lock: the close is tried once before the first 
   await waitFor(() => w.err().includes("could be written again"), 20_000, "the closed-after-all line");
   w.child.kill("SIGINT");
   expect(await w.exited).toBe(0);
-  await w.closed;
   const changes = w
     .lines()
     .map((l) => [l.change, l.change === "pending" ? (l.request as { request: string }).request : l.request]);

@@ -9,10 +9,11 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Stream } from "node:stream";
+import type { Readable, Stream } from "node:stream";
 import type { Client as ModernClient } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { type ExitInfo, exitWithOutput, pipesOf } from "./exitWithOutput.js";
 import { removeDir, waitFor } from "./files.js";
 import { CLI, NODE } from "./paths.js";
 import type { Project } from "./project.js";
@@ -30,10 +31,7 @@ export interface WireMessage {
   error?: { code: number; message: string; data?: unknown };
 }
 
-export interface ExitInfo {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
+export type { ExitInfo } from "./exitWithOutput.js";
 
 export interface Session<C> {
   client: C;
@@ -53,7 +51,7 @@ export interface Session<C> {
   notifications(method?: string): WireMessage[];
   /** resolve with the first notification `method` received at index >= `from` of received() */
   waitForNotification(method: string, ms?: number, from?: number): Promise<WireMessage>;
-  /** resolves when the spawned process exits */
+  /** resolves when the spawned process has exited and its stderr was read to its end (bounded) */
   exited: Promise<ExitInfo>;
   /** send a signal to the spawned process */
   kill(signal?: NodeJS.Signals): void;
@@ -162,9 +160,12 @@ async function openSession<C extends Connectable>(
     await start();
     const proc = (transport as unknown as { _process?: ChildProcess })._process;
     if (!proc) return;
-    if (proc.exitCode !== null || proc.signalCode !== null)
-      resolveExit({ code: proc.exitCode, signal: proc.signalCode });
-    else proc.once("exit", (code, signal) => resolveExit({ code, signal }));
+    // stderrText is filled from the transport's copy of the child's stderr (a PassThrough), which
+    // ends after the child's own pipe: both are waited for, so a test reading stderr() once this
+    // resolved sees its last line
+    const copy = transport.stderr;
+    const outputs = copy && copy !== proc.stderr ? [...pipesOf(proc), copy as Readable] : pipesOf(proc);
+    void exitWithOutput(proc, outputs).then(resolveExit);
   };
 
   const cleanup = () => {

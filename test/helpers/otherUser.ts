@@ -5,6 +5,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { chownSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { exitWithOutput } from "./exitWithOutput.js";
 import { CLI, NODE } from "./paths.js";
 
 export interface Unprivileged {
@@ -32,7 +33,8 @@ export function scriptOutputAs<T>(uid: number | null, script: string): Promise<T
       out += c.toString();
     });
     p.on("error", reject);
-    p.on("exit", () => {
+    // read once its stdout has ended, not at its exit: the end of the JSON can still be in the pipe
+    void exitWithOutput(p).then(() => {
       try {
         resolve(JSON.parse(out) as T);
       } catch (e) {

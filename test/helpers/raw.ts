@@ -4,8 +4,9 @@
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { type ExitInfo, exitWithOutput } from "./exitWithOutput.js";
 import { removeDir, waitFor } from "./files.js";
-import type { ExitInfo, WireMessage } from "./gateway.js";
+import type { WireMessage } from "./gateway.js";
 import { assertBuilt, hostEnv } from "./gateway.js";
 import { CLI, FIXTURES, NODE } from "./paths.js";
 import { newStateDir } from "./state.js";
@@ -30,6 +31,7 @@ export interface RawPeer {
   stderr(): string;
   closeStdin(): void;
   kill(signal?: NodeJS.Signals): void;
+  /** its exit, once its stdout and stderr were read to their end (bounded: exitWithOutput) */
   exited: Promise<ExitInfo>;
   /** kill if still running, wait for exit, remove a state dir we created */
   close(): Promise<void>;
@@ -81,9 +83,8 @@ export function rawPeer(
     stderrText += chunk.toString();
   });
   child.stdin.on("error", () => {}); // writing to a peer that died is the test's business
-  const exited = new Promise<ExitInfo>((resolve) => {
-    child.once("exit", (code, signal) => resolve({ code, signal }));
-  });
+  // once its stdout and stderr are read to their end too: a test reads stderr() right after it
+  const exited = exitWithOutput(child);
 
   const next = async (predicate: (message: WireMessage) => boolean = () => true, ms = 10_000) => {
     try {

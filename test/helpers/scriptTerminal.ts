@@ -4,6 +4,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { nextStoredRequest } from "./approvals.js";
 import { makeCatalog } from "./catalog.js";
+import { exitWithOutput } from "./exitWithOutput.js";
 import { removeDir, tempDir } from "./files.js";
 import { startGateway } from "./gateway.js";
 import { CLI, fixtureCommand } from "./paths.js";
@@ -40,7 +41,10 @@ export function cliOnTerminal(
       setTimeout(() => child.stdin.write(`${TEST_PASSPHRASE}\r`), 50); // after raw mode is on
     }
   });
-  return new Promise((resolve) => child.on("exit", (code) => resolve({ code, screen })));
+  // the screen once script's stdout is read to its end, not at its exit: the last of what the
+  // terminal showed can still be in the pipe then
+  // (its stdout only: its stderr is read by nobody)
+  return exitWithOutput(child, [child.stdout]).then(({ code }) => ({ code, screen }));
 }
 
 /**

@@ -8,6 +8,7 @@
 // SIGINT, and the closing was written whole (the audit chain verifies).
 import { type ChildProcess, type SpawnOptions, spawn } from "node:child_process";
 import { expect } from "vitest";
+import { exitWithOutput } from "./exitWithOutput.js";
 import { sleep, waitFor } from "./files.js";
 import { hostEnv, runCli } from "./gateway.js";
 import { CLI, NODE } from "./paths.js";
@@ -28,9 +29,8 @@ export interface StoreWatch {
   child: ChildProcess;
   err(): string;
   lines(): WatchLine[];
+  /** its exit code, once its pipes were read to their end too (the exit can come before) */
   exited: Promise<number | null>;
-  /** Its pipes read to their end too (the exit can come before the last of its output is read). */
-  closed: Promise<void>;
 }
 
 /** The watch started on `stateDir` (its env added to the host's; `as`: spawn options, another user's). */
@@ -52,8 +52,8 @@ export function watchStore(
   child.stderr!.on("data", (c: Buffer) => {
     err += c.toString();
   });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
+  // its exit code once its stdout and stderr were read to their end: err() is read right after
+  const exited = exitWithOutput(child).then(({ code }) => code);
   cleanup.push(() => {
     if (child.exitCode === null) child.kill("SIGKILL");
   });
@@ -62,7 +62,7 @@ export function watchStore(
       .split("\n")
       .filter((l) => l.trim() !== "")
       .map((l) => JSON.parse(l) as WatchLine);
-  return { stateDir, child, err: () => err, lines, exited, closed };
+  return { stateDir, child, err: () => err, lines, exited };
 }
 
 /** Waits for `request` listed as pending and for the line that says `cannot`, which names it not closed. */

@@ -4,6 +4,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { removeDir, waitFor } from "../helpers/files.js";
 import { CLI, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
@@ -64,7 +65,8 @@ export async function startListener(
   proc.stderr!.on("data", (c) => {
     err += c;
   });
-  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+  // once its output was read to its end too: a test reads stderr() once it was closed
+  const exited = exitWithOutput(proc).then(() => {});
   const url = await waitFor(
     () => {
       if (proc.exitCode !== null) throw new Error(`run --listen exited ${proc.exitCode}: ${err}`);

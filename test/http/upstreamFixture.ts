@@ -5,6 +5,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createHash, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { tempDir } from "../helpers/files.js";
 import { NODE, REPO } from "../helpers/paths.js";
 
@@ -95,7 +96,8 @@ export async function startFixture(
     });
     proc.once("exit", (code) => reject(new Error(`fixture exited (${code}) before listening:\n${err}`)));
   });
-  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+  // once its output was read to its end too: a test reads stderr() once it was closed
+  const exited = exitWithOutput(proc).then(() => {});
   const server: FixtureServer = {
     port: got,
     url: `${tls ? "https" : "http"}://127.0.0.1:${got}/mcp`,
