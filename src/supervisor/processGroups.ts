@@ -26,9 +26,15 @@ export class ProcessGroups {
    * and the gateway, holding whatever was in its environment (delivered credentials).
    */
   end(pgid: number): void {
+    const started = this.groups.get(pgid);
     this.signal(pgid, "SIGTERM");
     const timer = setTimeout(() => {
       this.timers.delete(timer);
+      // The group emptied, its number may have been taken by the next server launched (the pid
+      // of a group is free once no member is left, and a busy machine reuses pids within the
+      // grace): that launch's entry replaced this one, and its start time would pass `signal`'s
+      // check. The SIGKILL is for the group ended here only.
+      if (this.groups.get(pgid) !== started) return;
       this.signal(pgid, "SIGKILL");
       this.groups.delete(pgid);
     }, this.graceMs);
