@@ -1126,7 +1126,8 @@ export class GuardedRequests {
    * wait for the catalog: until the hold timeout they are all kept, however many the client
    * sends meanwhile (a client's pipe carries gigabytes in that time). Said on stderr sparingly;
    * recorded for each call or guarded read refused (identity_pending), as the refusals of a server
-   * that answers nothing are: one record per request the client sent, never more.
+   * that answers nothing are: one record per request the client sent, never more (a listen: one
+   * per uri, as when its uris are decided).
    */
   private refusedHeldFull(msg: Request): boolean {
     const count = this.heldCalls.size + this.heldLists.size;
@@ -1191,14 +1192,28 @@ export class GuardedRequests {
 
   /**
    * Records the refusal of `msg`, refused before (or instead of) a decision, `authorization_denied`
-   * with `reason`: a call by its tool and arguments, a guarded read by its method and target. A
-   * tools/list is not recorded (it asks for nothing of the server's), nor a call without a string
-   * name (no tool to record it under; a held call always has one: it was checked before its hold).
+   * with `reason`: a call by its tool and arguments, a guarded read by its method and target, and a
+   * subscriptions/listen by each of its resource uris, as the guard's refusal of that uri would be
+   * (recordRefused). A tools/list is not recorded (it asks for nothing of the server's), nor a call
+   * without a string name (no tool to record it under; a held call always has one: it was checked
+   * before its hold), nor a listen whose uris are no list of strings (no uri to record it under).
    */
-  private recordRefusedUndecided(msg: Request, reason: "server_unavailable" | "identity_pending"): void {
+  private recordRefusedUndecided(msg: Request, reason: UndecidedRefusal): void {
     if (msg.method === "tools/call") {
       const params = (msg.params ?? {}) as { name?: unknown; arguments?: unknown };
       if (typeof params.name === "string") this.recordDenied(msg, params.name, params.arguments, reason);
+    } else if (msg.method === "subscriptions/listen") {
+      // by its uris: it has no `uri` of its own (read as a guarded read, its target is the text "null")
+      for (const [i, uri] of (listenUris(msg) ?? []).entries()) {
+        const name = i === 0 ? callOf(msg) : newCallName(idTextOf(msg));
+        this.p.records.denied(
+          name,
+          `resources/subscribe ${uri}`,
+          { uri },
+          { epoch: this.p.current()?.epoch ?? null, revision: this.p.catalog.revision },
+          reason,
+        );
+      }
     } else if (msg.method !== "tools/list") {
       const read = readFacts(msg);
       this.recordDenied(msg, `${read.method} ${read.target}`, read.params, reason);
@@ -1327,6 +1342,9 @@ function servedTools(snapshot: CatalogSnapshot): CatalogSnapshot["tools"] {
   }
   return tools;
 }
+
+/** Why a request was refused before (or instead of) a decision, as its record says. */
+type UndecidedRefusal = "server_unavailable" | "identity_pending";
 
 /** A uri of a listen the guard refused (`name`: what its denial is recorded under; null: not decided, not recorded). */
 interface RefusedUri {

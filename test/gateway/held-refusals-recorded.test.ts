@@ -4,9 +4,11 @@
 // its arguments. Both ways a held request is refused so: at the hold timeout, and at once when as
 // many as may be held already wait (MAX_HELD). Real gateway, real fixture server (exhaust.mjs, its
 // tools/list answered only once a file exists: FIXTURE_LIST_GATE), a raw client on plain pipes,
-// the audit read back after the gateway ended.
+// the audit read back after the gateway ended. A 2026-07-28 subscriptions/listen refused so is
+// recorded as the guard's refusal of its uris is: one record per uri, `resources/subscribe URI`.
 //
 // What failed before: neither refusal was recorded; the agent's calls left no trace in the audit.
+// Then a listen was recorded once, as `subscriptions/listen null`, naming none of its uris.
 import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -94,6 +96,39 @@ describe("a request held for the server's catalog and refused identity_pending",
       ['"call"', "echo", epoch, "identity_pending", "refused"],
       ['"read"', "resources/read exhaust://doc", epoch, "identity_pending", "refused"],
     ]);
+  }, 60_000);
+
+  it("a 2026-07-28 listen for resources at the hold timeout: one record per uri, as the guard's refusal of it", async () => {
+    const { g } = await gatedGateway(1500);
+    const meta = {
+      "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+      "io.modelcontextprotocol/clientInfo": { name: "x", version: "1" },
+      "io.modelcontextprotocol/clientCapabilities": {},
+    };
+    const uris = ["exhaust://a", "exhaust://b"];
+    g.send({
+      jsonrpc: "2.0",
+      id: "listen",
+      method: "subscriptions/listen",
+      // a uri named twice is one subscription, and one record
+      params: { _meta: meta, notifications: { resourceSubscriptions: [...uris, uris[0]] } },
+    });
+    const listen = await g.answer("listen");
+    expect(listen.error?.data?.error).toBe("identity_pending");
+    const epoch = epochOf(listen);
+    await g.end();
+    const { run, denied } = await pendingDenials(g.stateDir);
+    // before: one record, tool "subscriptions/listen null" (a listen has no `uri` of its own)
+    expect(denied.map((e) => e.tool)).toEqual(uris.map((u) => `resources/subscribe ${u}`));
+    for (const [i, uri] of uris.entries())
+      expect(denied[i]).toMatchObject({
+        run,
+        requestId: "listen",
+        epoch,
+        argumentsDigest: argumentsDigest({ uri }),
+      });
+    // each a call key of its own, as each uri of a listen the guard refused has
+    expect(new Set(denied.map((e) => e.callKey)).size).toBe(uris.length);
   }, 60_000);
 
   it(`at once past ${MAX_HELD} held: each refused call or read recorded once; those held and served are not`, async () => {
