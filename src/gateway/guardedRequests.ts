@@ -1220,8 +1220,14 @@ export class GuardedRequests {
     }
   }
 
+  /**
+   * Refuses `msg` catalog_unavailable (`why`: what failed): the current epoch's catalog could not
+   * be fetched. A call, guarded read or listen for resources refused so is recorded as one refused
+   * identity_pending is: the agent asked, and nothing was decided for it.
+   */
   private answerUnavailable(msg: Request, why: string): void {
     const e = refuse.catalogUnavailable(this.p.current()?.epoch ?? null, why);
+    this.recordRefusedUndecided(msg, "catalog_unavailable");
     this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
   }
 
@@ -1344,7 +1350,7 @@ function servedTools(snapshot: CatalogSnapshot): CatalogSnapshot["tools"] {
 }
 
 /** Why a request was refused before (or instead of) a decision, as its record says. */
-type UndecidedRefusal = "server_unavailable" | "identity_pending";
+type UndecidedRefusal = "server_unavailable" | "identity_pending" | "catalog_unavailable";
 
 /** A uri of a listen the guard refused (`name`: what its denial is recorded under; null: not decided, not recorded). */
 interface RefusedUri {
