@@ -6,6 +6,7 @@
 import { existsSync, realpathSync } from "node:fs";
 import { isAbsolute, join, resolve, sep } from "node:path";
 import { homeDirectory } from "../util/xdg.js";
+import { absoluteAlternative } from "./includeGroups.js";
 import { GLOB_CHARS, tooWide } from "./includeReach.js";
 
 // a pattern is a glob when it has one of these (includeReach.ts keeps them: it needs them too)
@@ -96,7 +97,8 @@ function balanced(pattern: string): boolean {
 
 /**
  * The patterns with `~` expanded, each checked: refused (IncludeError naming `where`, the flag or
- * config key, and the pattern) when empty, malformed, a plain path that does not exist, or one whose
+ * config key, and the pattern) when empty, malformed, a plain path that does not exist, one that an
+ * alternative of its opening group makes absolute (includeGroups.ts: it can never match), or one whose
  * walk reaches the whole file system, a top-level directory or the home directory (includeReach.ts).
  * Relative patterns stay relative to `cwd`; absolute ones stay absolute and are watched there.
  */
@@ -112,6 +114,12 @@ export function checkIncludes(patterns: readonly string[], cwd: string, where: s
     }
     const body = p.startsWith("!") ? p.slice(1) : p;
     if (!balanced(body)) throw bad("is not a valid glob (an unclosed [, { or ( )");
+    const absolute = absoluteAlternative(body);
+    if (absolute !== null) {
+      throw bad(
+        `can never match ${absolute}: it opens with a group of alternatives, so the glob library reads it relative to the working directory, where an absolute path never matches; give each absolute path as a pattern of its own, without the group`,
+      );
+    }
     if (!p.startsWith("!")) {
       const wide = tooWide(body, cwd);
       if (wide !== null) throw bad(wide);

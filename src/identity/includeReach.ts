@@ -23,10 +23,12 @@ function real(dir: string): string {
 
 /**
  * Why the positive pattern `body` (its `~` expanded) walks too much to be a server's code, or null.
- * Refused: a walk from the file system's root (`/`, `/**`, `/*.js`, `{/usr,/opt}/**`, `../../**`
+ * Refused: a walk from the file system's root (`/`, `/**`, `/*.js`, `../../**`
  * climbing there, any pattern from a working directory of `/`); a recursive walk (`**`) of a
  * directory right under the root (`/usr/**`, `/home/**`) or of the home directory itself (`~/**`).
- * `/usr/local/lib/plugins/**`, `~/.config/app/*.json` and a plain `/usr` are accepted.
+ * `/usr/local/lib/plugins/**`, `~/.config/app/*.json` and a plain `/usr` are accepted. A pattern
+ * opening with a group is judged as the glob library reads it, from `cwd`; one whose group holds an
+ * absolute path (`{/usr,/opt}/**`) is refused before this, as one that can never match (include.ts).
  */
 export function tooWide(body: string, cwd: string): string | null {
   const segments = body.split("/");
