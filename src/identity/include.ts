@@ -6,7 +6,7 @@
 import { existsSync, realpathSync } from "node:fs";
 import { isAbsolute, join, resolve, sep } from "node:path";
 import { homeDirectory } from "../util/xdg.js";
-import { absoluteAlternative } from "./includeGroups.js";
+import { absoluteAlternative, rangeGroup } from "./includeGroups.js";
 import { GLOB_CHARS, tooWide } from "./includeReach.js";
 
 // a pattern is a glob when it has one of these (includeReach.ts keeps them: it needs them too)
@@ -98,7 +98,8 @@ function balanced(pattern: string): boolean {
 /**
  * The patterns with `~` expanded, each checked: refused (IncludeError naming `where`, the flag or
  * config key, and the pattern) when empty, malformed, a plain path that does not exist, one that an
- * alternative of its opening group makes absolute (includeGroups.ts: it can never match), or one whose
+ * alternative of its opening group makes absolute (includeGroups.ts: it can never match), one with
+ * `..` in a brace group of alternatives (read as a range), or one whose
  * walk reaches the whole file system, a top-level directory or the home directory (includeReach.ts).
  * Relative patterns stay relative to `cwd`; absolute ones stay absolute and are watched there.
  */
@@ -118,6 +119,12 @@ export function checkIncludes(patterns: readonly string[], cwd: string, where: s
     if (absolute !== null) {
       throw bad(
         `can never match ${absolute}: it opens with a group of alternatives, so the glob library reads it relative to the working directory, where an absolute path never matches; give each absolute path as a pattern of its own, without the group`,
+      );
+    }
+    const range = rangeGroup(body);
+    if (range !== null) {
+      throw bad(
+        `does not match what it lists: the glob library reads the group ${range}, which holds "..", as a range such as {1..3}, a class of single characters; give each alternative as a pattern of its own`,
       );
     }
     if (!p.startsWith("!")) {

@@ -1,12 +1,15 @@
 // An include pattern that opens with a group of alternatives (`{/usr,/opt}/**`, `{,/}usr/**`,
 // `@(/opt/a|b)/**`) is not absolute to the glob library (tinyglobby, picomatch): it reads the whole
 // pattern relative to the server's working directory, and an alternative that makes it an absolute
-// path can never match there. Accepted, such a pattern digested and watched nothing, silently
-// (only the working directory was watched); and its reach went unjudged (includeReach.ts). So
+// path can never match there. Accepted, such a pattern digested and watched nothing of what it
+// named (the watcher watched the working directory instead), with at most a warning that it
+// matched no file "until a file matches"; and its reach went unjudged (includeReach.ts). So
 // include.ts refuses it, naming the absolute path it meant; each absolute path is its own pattern.
+// So too a brace group of alternatives holding `..` (`{plugins,../shared}/**`): picomatch reads
+// any `..` in braces as a range (`{1..3}`), and the group as a class of single characters.
 
 /** A pattern as literal characters and groups of alternatives (each again such a sequence). */
-type Item = { ch: string; src: string } | { alts: Item[][]; optional: boolean; src: string };
+type Item = { ch: string; src: string } | { alts: Item[][]; optional: boolean; brace: boolean; src: string };
 
 /** Where the group opened at `open` closes (its matching `}` or `)`), or -1. */
 function closing(s: string, open: number): number {
@@ -43,8 +46,8 @@ function alternatives(inside: string, sepChar: string): string[] {
 }
 
 /**
- * The pattern's items. A brace group is one with a top-level comma (`{a}` and `{1..3}` are no
- * alternatives of paths); a parenthesised one (extglob `@(…)`, `?(…)`, `*(…)`, `+(…)`, or bare) is
+ * The pattern's items. A brace group is one with a top-level comma (`{a}` and a range `{1..3}` are
+ * one literal item each); a parenthesised one (extglob `@(…)`, `?(…)`, `*(…)`, `+(…)`, or bare) is
  * split at `|`, and `?(…)`, `*(…)` may also be nothing. Everything else is a literal character.
  */
 function parse(s: string): Item[] {
@@ -65,8 +68,15 @@ function parse(s: string): Item[] {
         items.push({
           alts: parts.map(parse),
           optional: ext && (c === "?" || c === "*"),
+          brace: s[open] === "{",
           src: s.slice(i, end + 1),
         });
+        i = end;
+        continue;
+      }
+      // a range (`{1..3}`), one item: its dots are not a `..` of the group around it
+      if (end >= 0 && s[open] === "{" && !ext) {
+        items.push({ ch: s.slice(i, end + 1), src: s.slice(i, end + 1) });
         i = end;
         continue;
       }
@@ -110,4 +120,30 @@ function canBeEmpty(items: Item[]): boolean {
  */
 export function absoluteAlternative(body: string): string | null {
   return body.startsWith("/") ? null : absoluteExpansion(parse(body));
+}
+
+/** Whether the alternative holds `..` of its own (not in a group inside it). */
+function dotDot(items: Item[]): boolean {
+  return items.some((it, j) => "ch" in it && it.ch === "." && items[j + 1]?.src === ".");
+}
+
+/** The innermost brace group of alternatives in `items` that holds `..`, as written, or null. */
+function rangeLike(items: Item[]): string | null {
+  for (const item of items) {
+    if ("ch" in item) continue;
+    for (const alt of item.alts) {
+      const inner = rangeLike(alt);
+      if (inner !== null) return inner;
+    }
+    if (item.brace && item.alts.some(dotDot)) return item.src;
+  }
+  return null;
+}
+
+/**
+ * A brace group of alternatives in the pattern that holds `..` (`{plugins,../shared}`), which the
+ * glob library reads as a range of single characters, not as its alternatives; or null.
+ */
+export function rangeGroup(body: string): string | null {
+  return rangeLike(parse(body));
 }

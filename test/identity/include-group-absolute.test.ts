@@ -86,9 +86,43 @@ describe("an include pattern whose opening group holds an absolute path", () => 
     expect(r.stderr).toBe(`portcullis run: --watch: ${refusal(pattern, `${p.outside}/**`)}`);
   });
 
+  it("with .. in a brace group is what the glob library reads as a range of single characters", () => {
+    const p = project();
+    const globSync = (createRequire(import.meta.url)("tinyglobby") as { globSync: typeof GlobSync }).globSync;
+    const opts = { cwd: p.dir, dot: true, onlyFiles: true, followSymbolicLinks: true };
+    expect(globSync(["../opt-plugins/**"], opts)).toEqual(["../opt-plugins/x.js"]);
+    expect(globSync(["{plugins,../opt-plugins}/**"], opts)).toEqual([]);
+    expect(globSync(["{plugins,lib}/**"], opts)).toEqual(["plugins/a.js"]);
+  });
+
+  it("with .. in a brace group is refused naming the group", async () => {
+    const p = project();
+    for (const [pattern, group] of [
+      ["{plugins,../opt-plugins}/**", "{plugins,../opt-plugins}"],
+      ["plugins/{../lib,x}/*.js", "{../lib,x}"],
+      ["{a,{b,../c}}/q", "{b,../c}"],
+    ]) {
+      writeFileSync(
+        p.file,
+        JSON.stringify({ servers: { s: { command: "node", identity: { include: [pattern] } } } }),
+      );
+      const r = await runCli(["run", "s"], { cwd: p.dir, stateDir: p.state, env: { HOME: p.home } });
+      expect(r.code, pattern).toBe(2);
+      expect(r.stderr, pattern).toBe(
+        `portcullis run: identity.include of "s" in ${p.file}: ${JSON.stringify(pattern)} does not match what it lists: the glob library reads the group ${group}, which holds "..", as a range such as {1..3}, a class of single characters; give each alternative as a pattern of its own.\n`,
+      );
+    }
+  });
+
   it("a group of relative paths, or one after the first /, is accepted", async () => {
     const p = project();
-    for (const pattern of ["{plugins,lib}/**", `${p.outside}/{x,y}.js`, "~/{a,b}/*.js"]) {
+    for (const pattern of [
+      "{plugins,lib}/**",
+      `${p.outside}/{x,y}.js`,
+      "~/{a,b}/*.js",
+      "plugins/{a,f{1..3}}.js",
+      "../opt-plugins/**",
+    ]) {
       writeFileSync(
         p.file,
         JSON.stringify({ servers: { s: { command: "node", identity: { include: [pattern] } } } }),
