@@ -95,11 +95,27 @@ function balanced(pattern: string): boolean {
   return stack.length === 0;
 }
 
+/** How deep a pattern may nest its groups (`{…}`, `(…)`): far past any real one. */
+const MAX_GROUP_DEPTH = 32;
+
+/** The deepest nesting of `{`/`(` groups in `pattern` (escaped characters skipped). */
+function groupDepth(pattern: string): number {
+  let depth = 0;
+  let most = 0;
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    if (c === "\\") i++;
+    else if (c === "{" || c === "(") most = Math.max(most, ++depth);
+    else if (c === "}" || c === ")") depth--;
+  }
+  return most;
+}
+
 /**
  * The patterns with `~` expanded, each checked: refused (IncludeError naming `where`, the flag or
  * config key, and the pattern) when empty, malformed, a plain path that does not exist, one that an
  * alternative of its opening group makes absolute (includeGroups.ts: it can never match), one with
- * `..` in a brace group of alternatives (read as a range), or one whose
+ * `..` in a brace group of alternatives (read as a range), one nesting groups too deep, or one whose
  * walk reaches the whole file system, a top-level directory or the home directory (includeReach.ts).
  * Relative patterns stay relative to `cwd`; absolute ones stay absolute and are watched there.
  */
@@ -115,6 +131,10 @@ export function checkIncludes(patterns: readonly string[], cwd: string, where: s
     }
     const body = p.startsWith("!") ? p.slice(1) : p;
     if (!balanced(body)) throw bad("is not a valid glob (an unclosed [, { or ( )");
+    // the group checks below read the pattern recursively: a pattern nesting thousands of groups
+    // ended `run` on a stack overflow (exit 70) instead of a sentence
+    if (groupDepth(body) > MAX_GROUP_DEPTH)
+      throw bad(`nests groups more than ${MAX_GROUP_DEPTH} deep; give a simpler pattern`);
     const absolute = absoluteAlternative(body);
     if (absolute !== null) {
       throw bad(

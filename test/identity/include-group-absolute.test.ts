@@ -86,6 +86,23 @@ describe("an include pattern whose opening group holds an absolute path", () => 
     expect(r.stderr).toBe(`portcullis run: --watch: ${refusal(pattern, `${p.outside}/**`)}`);
   });
 
+  it("nesting thousands of groups is refused in a sentence, not by a stack overflow (exit 70)", async () => {
+    const p = project();
+    for (const pattern of [
+      `${"@(".repeat(5000)}a|b${")".repeat(5000)}/**`,
+      `${"{".repeat(33)}a,b${"}".repeat(33)}`,
+    ]) {
+      const r = await runCli(["run", "--label", "x", "--watch", pattern, "--", "node", "server.js"], {
+        cwd: p.dir,
+        stateDir: p.state,
+      });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toBe(
+        `portcullis run: --watch: ${JSON.stringify(pattern)} nests groups more than 32 deep; give a simpler pattern.\n`,
+      );
+    }
+  });
+
   it("with .. in a brace group is what the glob library reads as a range of single characters", () => {
     const p = project();
     const globSync = (createRequire(import.meta.url)("tinyglobby") as { globSync: typeof GlobSync }).globSync;
