@@ -8,14 +8,11 @@
 // FIXTURE_LIST_FAIL), a raw client on plain pipes, the audit read back after the gateway ended.
 //
 // What failed before: none of these refusals was recorded; the agent's requests left no trace.
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { argumentsDigest } from "../../src/audit/events.js";
 import { auditEvents } from "../helpers/approvals.js";
-import { makeCatalog } from "../helpers/catalog.js";
-import { fixtureCommand } from "../helpers/paths.js";
-import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { failingCatalogGateway } from "../helpers/failingCatalog.js";
+import type { RawGateway } from "../helpers/raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -23,29 +20,8 @@ afterEach(async () => {
   cleanup = [];
 });
 
-/** A gateway whose server's tools/list always fails; a hold timeout far past the test's waits. */
 function failingGateway(): RawGateway {
-  const cat = makeCatalog([{ name: "echo", inputSchema: { type: "object" } }]);
-  const failing = join(cat.dir, "fail");
-  writeFileSync(failing, "");
-  const gw = rawGateway({
-    args: [
-      "--label",
-      "nolist",
-      "--approval",
-      "none",
-      "--hold-timeout",
-      "120000",
-      "--",
-      ...fixtureCommand("catalog"),
-    ],
-    env: { ...cat.env, FIXTURE_LIST_FAIL: failing },
-  });
-  cleanup.push(
-    () => gw.close(),
-    () => cat.cleanup(),
-  );
-  return gw;
+  return failingCatalogGateway(cleanup).gw;
 }
 
 /** The gateway's authorization_denied records with reason catalog_unavailable, once it has ended. */

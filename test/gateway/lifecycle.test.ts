@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents, expectRequestClosedWithRun } from "../helpers/approvals.js";
-import { makeCatalog } from "../helpers/catalog.js";
+import { failingCatalogGateway } from "../helpers/failingCatalog.js";
 import { readJsonLines, removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
@@ -517,27 +517,8 @@ describe("supervision end states", () => {
 
 describe("a catalog that cannot be fetched", () => {
   it("lists and calls are answered catalog_unavailable at once, never after the hold timeout; a later list fetches again", async () => {
-    const cat = makeCatalog([{ name: "echo", inputSchema: { type: "object" } }]);
-    const failing = join(cat.dir, "fail");
-    writeFileSync(failing, "");
-    const gw: RawGateway = rawGateway({
-      // a hold timeout far past what the test waits for an answer: only an answer given at once passes
-      args: [
-        "--label",
-        "nolist",
-        "--approval",
-        "none",
-        "--hold-timeout",
-        "120000",
-        "--",
-        ...fixtureCommand("catalog"),
-      ],
-      env: { ...cat.env, FIXTURE_LIST_FAIL: failing },
-    });
-    cleanup.push(
-      () => gw.close(),
-      () => cat.cleanup(),
-    );
+    // a hold timeout far past what the test waits for an answer: only an answer given at once passes
+    const { gw, failing } = failingCatalogGateway(cleanup);
     await gw.initialize();
     const list = await gw.request("tools/list", {}, 10_000);
     expect(list.error).toMatchObject({
