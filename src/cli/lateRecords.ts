@@ -4,25 +4,6 @@
 // and their warnings), held to what the commands do by test/cli/late-record-commands.test.ts.
 
 /**
- * The commands that record a passphrase change late (recordLateChange, approval/lateWrapping.ts):
- * every command that opens the keyring with the passphrase and the store. unlock and vault set|rm
- * through unlockWithPassphrase (vaultAccess.ts); approve, deny and rotate-keys through
- * pinnedSigner; audit sessions|activity|show and passphrase through checkApproverKey (pin.ts).
- */
-export const RECORDS_LATE_CHANGE = [
-  "approve",
-  "deny",
-  "audit sessions",
-  "audit activity",
-  "audit show",
-  "passphrase",
-  "rotate-keys",
-  "unlock",
-  "vault set",
-  "vault rm",
-] as const;
-
-/**
  * The commands that append a rotation's record late (recordLateRotation, approval/rotation.ts):
  * only those that check the approver key against the chain's pins (pinnedSigner, ensurePinned,
  * checkApproverKey: pin.ts). unlock and vault set|rm open the vault, not the pins.
@@ -36,6 +17,15 @@ export const RECORDS_LATE_ROTATION = [
   "passphrase",
   "rotate-keys",
 ] as const;
+
+/**
+ * The commands that record a passphrase change late (recordLateChange, approval/lateWrapping.ts):
+ * every command that opens the keyring with the passphrase and the store. Those above (approve,
+ * deny and rotate-keys through pinnedSigner; audit sessions|activity|show and passphrase through
+ * checkApproverKey: pin.ts), and unlock and vault set|rm through unlockWithPassphrase
+ * (vaultAccess.ts).
+ */
+export const RECORDS_LATE_CHANGE = [...RECORDS_LATE_ROTATION, "unlock", "vault set", "vault rm"] as const;
 
 /**
  * The list as the help and the warnings write it, as README writes its lists: commands of one
