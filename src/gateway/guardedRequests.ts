@@ -787,10 +787,14 @@ export class GuardedRequests {
    * of it would be) under the name its decision used; the first refusal, or null when none.
    */
   private recordRefused(d: ListenDecision): ErrorObject | null {
-    const at = { epoch: this.p.current()?.epoch ?? null, revision: this.p.catalog.revision };
-    for (const r of d.refused)
-      if (r.name) this.p.records.denied(r.name, `resources/subscribe ${r.uri}`, { uri: r.uri }, at, r.reason);
+    for (const r of d.refused) if (r.name) this.recordUriDenied(r.name, r.uri, r.reason);
     return d.refused[0]?.error ?? null;
+  }
+
+  /** A listen's uri refused, recorded `authorization_denied` as the resources/subscribe of it would be. */
+  private recordUriDenied(name: CallName, uri: string, reason: string): void {
+    const at = { epoch: this.p.current()?.epoch ?? null, revision: this.p.catalog.revision };
+    this.p.records.denied(name, `resources/subscribe ${uri}`, { uri }, at, reason);
   }
 
   /** The records of a listen's resource subscriptions that were not sent: each closed, `reason`. */
@@ -1204,16 +1208,8 @@ export class GuardedRequests {
       if (typeof params.name === "string") this.recordDenied(msg, params.name, params.arguments, reason);
     } else if (msg.method === "subscriptions/listen") {
       // by its uris: it has no `uri` of its own (read as a guarded read, its target is the text "null")
-      for (const [i, uri] of (listenUris(msg) ?? []).entries()) {
-        const name = i === 0 ? callOf(msg) : newCallName(idTextOf(msg));
-        this.p.records.denied(
-          name,
-          `resources/subscribe ${uri}`,
-          { uri },
-          { epoch: this.p.current()?.epoch ?? null, revision: this.p.catalog.revision },
-          reason,
-        );
-      }
+      for (const [i, uri] of (listenUris(msg) ?? []).entries())
+        this.recordUriDenied(i === 0 ? callOf(msg) : newCallName(idTextOf(msg)), uri, reason);
     } else if (msg.method !== "tools/list") {
       const read = readFacts(msg);
       this.recordDenied(msg, `${read.method} ${read.target}`, read.params, reason);
