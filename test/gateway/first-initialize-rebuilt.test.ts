@@ -110,7 +110,12 @@ describe("a client's first initialize lost to a rebuild", () => {
       FIXTURE_STARTS: starts,
     });
     const workers = () => readJsonLines<{ watcher: number; pid: number }>(starts);
-    await waitFor(() => existsSync(starts) || undefined, 20_000, "the first worker");
+    // its line, not only the file: the file exists a moment before the line is written in it
+    await waitFor(
+      () => (existsSync(starts) && workers().length > 0) || undefined,
+      20_000,
+      "the first worker",
+    );
     const { watcher: watcherPid, pid: first } = workers()[0]!;
     await waitFor(
       () => peer.stderr().includes(`before its first answer, process ${first} `) || undefined,
