@@ -79,12 +79,7 @@ describe("approvals --watch over a thousand forged pending rows", () => {
     for (const id of forgedIds) seen.add(id);
 
     const w = watchApprovalsJson(stateDir, cleanup);
-    const lines = () =>
-      w
-        .out()
-        .split("\n")
-        .filter((l) => l.endsWith("}"))
-        .map((l) => JSON.parse(l) as { change: string; request: unknown; state?: string });
+    const lines = () => w.lines<{ change: string; request: unknown; state?: string }>();
     const told = (change: string, id: string) =>
       lines().find(
         (l) =>

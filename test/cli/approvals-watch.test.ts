@@ -36,13 +36,9 @@ async function inventory(stateDir: string, runArgs: string[] = [], env: Record<s
 
 /** `portcullis approvals --watch --json` as a long-running process; its stdout lines as JSON. */
 function watch(stateDir: string) {
-  const { child, out, exited } = watchApprovalsJson(stateDir, cleanup);
-  const lines = () =>
-    out()
-      .split("\n")
-      .filter((l) => l.trim() !== "")
-      .map((l) => JSON.parse(l) as { change: string; request: unknown; state?: string });
-  return { child, lines, exited };
+  const w = watchApprovalsJson(stateDir, cleanup);
+  const lines = () => w.lines<{ change: string; request: unknown; state?: string }>();
+  return { child: w.child, lines, exited: w.exited };
 }
 
 function refusal(e: unknown) {

@@ -33,15 +33,11 @@ describe.skipIf(process.platform !== "linux")("forged rows beside a running gate
   it("approvals --watch --json says gatewayVouches on each pending line: true for the real, false for the forged", async () => {
     const { stateDir, real } = await gatewayWithRequest();
     forgeInSameRun(stateDir, real.request, SAME_RUN);
-    const { out } = watchApprovalsJson(stateDir, cleanup);
+    const { lines } = watchApprovalsJson(stateDir, cleanup);
     const pendingLines = () =>
-      out()
-        .split("\n")
-        .filter((l) => l.trim() !== "")
-        .map(
-          (l) => JSON.parse(l) as { change: string; request: { request: string; gatewayVouches?: unknown } },
-        )
-        .filter((l) => l.change === "pending");
+      lines<{ change: string; request: { request: string; gatewayVouches?: unknown } }>().filter(
+        (l) => l.change === "pending",
+      );
     await waitFor(() => pendingLines().length === 2, 15_000, "two pending lines from the watcher");
     expect(
       Object.fromEntries(pendingLines().map((l) => [l.request.request, l.request.gatewayVouches])),

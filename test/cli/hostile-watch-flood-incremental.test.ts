@@ -109,14 +109,7 @@ describe("approvals --watch over 3,000 forged pending rows", () => {
     const { stateDir, gw, first, real } = await gatewayWithFlood();
     const w = watchApprovalsJson(stateDir, cleanup, { env: { PORTCULLIS_DEBUG: "1" } });
     const lines = () =>
-      w
-        .out()
-        .split("\n")
-        .filter((l) => l.endsWith("}"))
-        .map(
-          (l) =>
-            JSON.parse(l) as { change: string; request: unknown; state?: string; callLeft?: { how: string } },
-        );
+      w.lines<{ change: string; request: unknown; state?: string; callLeft?: { how: string } }>();
     const idOf = (l: { request: unknown }) =>
       typeof l.request === "string" ? l.request : (l.request as { request: string }).request;
     const told = (change: string, id: string) => lines().filter((l) => l.change === change && idOf(l) === id);

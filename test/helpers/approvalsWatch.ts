@@ -5,13 +5,22 @@ import { CLI, NODE } from "./paths.js";
 /**
  * `portcullis approvals --watch --json` on `stateDir` as a long-running process: its stdout (and
  * stderr) as written so far, and its exit code once it ends. `cleanup` kills it if it is still
- * running. `o.json` false: the text watch; `o.env`: added to its environment.
+ * running. `o.json` false: the text watch; `o.env`: added to its environment. `lines()`: the
+ * --json lines written whole so far, parsed. A pipe hands stdout over in chunks that can end
+ * inside a line (even right after a `}` of a nested object), so the text after the last newline
+ * is never parsed: a test reading mid-write saw "Expected ',' or ']'" on a loaded machine.
  */
 export function watchApprovalsJson(
   stateDir: string,
   cleanup: (() => Promise<void> | void)[],
   o: { json?: boolean; env?: Record<string, string> } = {},
-): { child: ChildProcess; out: () => string; err: () => string; exited: Promise<number | null> } {
+): {
+  child: ChildProcess;
+  out: () => string;
+  err: () => string;
+  lines: <T>() => T[];
+  exited: Promise<number | null>;
+} {
   const json = o.json === false ? [] : ["--json"];
   const child = spawn(NODE, [CLI, "approvals", "--watch", ...json, "--state-dir", stateDir], {
     env: hostEnv(o.env),
@@ -19,11 +28,14 @@ export function watchApprovalsJson(
   });
   let out = "";
   let err = "";
-  child.stdout!.on("data", (c: Buffer) => {
-    out += c.toString();
+  // (decoded as a stream: a chunk can also end inside a character of several bytes)
+  child.stdout!.setEncoding("utf8");
+  child.stderr!.setEncoding("utf8");
+  child.stdout!.on("data", (c: string) => {
+    out += c;
   });
-  child.stderr!.on("data", (c: Buffer) => {
-    err += c.toString();
+  child.stderr!.on("data", (c: string) => {
+    err += c;
   });
   // "close", not "exit": exit can come while the end of stderr is still unread in the pipe, and a
   // test that reads err() once exited has resolved would miss its last line
@@ -31,5 +43,11 @@ export function watchApprovalsJson(
   cleanup.push(() => {
     if (child.exitCode === null) child.kill("SIGKILL");
   });
-  return { child, out: () => out, err: () => err, exited };
+  const lines = <T>() =>
+    out
+      .slice(0, out.lastIndexOf("\n") + 1)
+      .split("\n")
+      .filter((l) => l.trim() !== "")
+      .map((l) => JSON.parse(l) as T);
+  return { child, out: () => out, err: () => err, lines, exited };
 }
