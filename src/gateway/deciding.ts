@@ -29,6 +29,11 @@ export class Deciding {
     return this.controller.signal;
   }
 
+  /** whether the wait was stopped (cancelled, sent to the console, or the connection's end) */
+  get isAborted(): boolean {
+    return this.aborted;
+  }
+
   /** why the connection's end cut this decision short; undefined while it did not */
   get endedBy(): string | undefined {
     return this.why;

@@ -360,7 +360,7 @@ export class GuardedRequests {
     const mark = this.newDeciding();
     this.deciding.set(key, mark);
     this.underWay.add(mark);
-    const progress = this.progressFor(msg);
+    const progress = this.progressFor(msg, mark);
     let inputRequired: Record<string, unknown> | null = null;
     let verdict: Awaited<ReturnType<typeof decide>>;
     try {
@@ -519,7 +519,7 @@ export class GuardedRequests {
             records.requestForwarded(callOf(msg), msg.method, msg.params, call, condition),
         },
         hooks: {
-          progress: this.progressFor(msg),
+          progress: this.progressFor(msg, mark),
           get signal() {
             return mark.signal;
           },
@@ -759,7 +759,7 @@ export class GuardedRequests {
         },
         hooks: client
           ? {
-              progress: this.progressFor(msg),
+              progress: this.progressFor(msg, mark),
               get signal() {
                 return mark.signal;
               },
@@ -1046,16 +1046,22 @@ export class GuardedRequests {
    * While a human decides, a client that gave a progress token hears about it. The values go on
    * from the last the client saw under that token (a call decided again after being held keeps
    * counting up), and the server's own values after them are moved past them (ProgressTokens).
+   * Nothing once `mark` is aborted: the client cancelled the request (which freed its token: a
+   * value sent now would start again from 1), was answered input_required, or the connection ends.
+   * The decision may still be between two steps then (storing its request behind another
+   * process's lock, say) and reach a point that would tell of its wait.
    */
-  private progressFor(msg: Request): ((message: string) => void) | undefined {
+  private progressFor(msg: Request, mark: Deciding): ((message: string) => void) | undefined {
     const token = (msg.params as { _meta?: { progressToken?: unknown } } | undefined)?._meta?.progressToken;
     if (typeof token !== "string" && typeof token !== "number") return undefined;
-    return (message: string) =>
+    return (message: string) => {
+      if (mark.isAborted) return;
       this.p.downstream.send({
         jsonrpc: "2.0",
         method: "notifications/progress",
         params: { progressToken: token, progress: this.p.progress.own(token, msg.id), message },
       });
+    };
   }
 
   private recordDenied(msg: Request, tool: string, args: unknown, reason: string): void {
