@@ -45,6 +45,7 @@ export {
   ownPlace,
   type ProcessPlace,
   parseProcStat,
+  pidHolderStartTime,
   processStartTime,
   readStat,
   type StatLine,

@@ -110,6 +110,21 @@ export function validPid(pid: number): boolean {
   return Number.isInteger(pid) && pid > 0;
 }
 
+/**
+ * Start time of whatever process holds `pid` now, dead or alive: a zombie not yet reaped, or one
+ * exiting, still holds its number (and its process group's), and is still that process. Null
+ * when no process has the number. What a signal sent by number is checked against.
+ */
+export function pidHolderStartTime(pid: number): string | null {
+  if (!validPid(pid)) return null;
+  if (process.platform === "linux") return readStat(pid)?.startTime ?? null;
+  if (process.platform === "darwin") {
+    const out = ps(["-o", "lstart=", "-p", String(pid)]);
+    return out === null || out.trim() === "" ? null : lstart(out);
+  }
+  return null;
+}
+
 /** Start time of a live process (opaque, stable for its lifetime); null when gone or a zombie. */
 export function processStartTime(pid: number): string | null {
   if (!validPid(pid)) return null;

@@ -4,7 +4,8 @@
 // (spawnAndCapture: a file changed since the spawn has it killed and launched again the careful
 // way). Nothing is sent to it before its epoch is up, as for any launch. A gateway that fails to
 // start ends it, never having written it a byte.
-import { discard, killGroup, type SpawnSpec, type Started, spawnServer } from "./spawn.js";
+import { signalChildGroup } from "./groupSignal.js";
+import { discard, type SpawnSpec, type Started, spawnServer } from "./spawn.js";
 
 export class EarlyStart {
   readonly started: Started;
@@ -31,8 +32,8 @@ export class EarlyStart {
   private readonly onSignal = (signal: NodeJS.Signals): void => {
     this.unguard();
     this.done = true;
-    const pid = this.started.child.pid;
-    if (pid !== undefined) killGroup(pid, "SIGKILL");
+    // a server that crashed early is reaped, and its pid may lead another group by now: checked
+    signalChildGroup(this.started.child, "SIGKILL");
     process.kill(process.pid, signal); // nothing listens now: the default action, as without us
   };
 

@@ -1,12 +1,12 @@
 // The process groups of every server a supervisor launched (src/supervisor/supervisor.ts): a dead
 // generation's group is ended after a grace period, and every earlier one at shutdown.
-import { processStartTime } from "../identity/proc.js";
+import { signalLaunchedGroup } from "./groupSignal.js";
 
 export class ProcessGroups {
   /**
    * The process group of every server launched (its pgid is the launched process's pid), with
-   * that process's start time (null when it was gone before it could be read), until the group
-   * has been sent SIGKILL: a dead generation's leftovers can ignore SIGTERM.
+   * that process's start time as read at its spawn (null when none could be read), until the
+   * group has been sent SIGKILL: a dead generation's leftovers can ignore SIGTERM.
    */
   private readonly groups = new Map<number, string | null>();
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -15,9 +15,13 @@ export class ProcessGroups {
 
   constructor(private readonly graceMs: number) {}
 
-  /** A server was launched: its process group (named by its pid) is ours until it is killed. */
-  launched(pgid: number): void {
-    this.groups.set(pgid, processStartTime(pgid));
+  /**
+   * A server was launched: its process group (named by its pid) is ours until it is killed.
+   * `startTime`: the leader's, as read at its spawn (groupSignal.ts, leaderStartTime); read any
+   * later, it may be another process's that took the pid of a server already reaped.
+   */
+  launched(pgid: number, startTime: string | null): void {
+    this.groups.set(pgid, startTime);
   }
 
   /**
@@ -81,28 +85,13 @@ export class ProcessGroups {
   }
 
   /**
-   * Signals a group this supervisor launched, unless the number now names someone else's: once
-   * a group is empty and its leader reaped, the pid can be taken by a new process, which may
-   * lead a group of its own. While any member of ours is left the pid cannot be reused, so a
-   * live process under that pid with another start time means nothing of ours is left.
+   * Signals a group this supervisor launched, unless the number now names someone else's
+   * (groupSignal.ts): then the group is forgotten, nothing of ours being left in it.
    */
   private signal(pgid: number, signal: NodeJS.Signals | 0): boolean {
     if (!this.groups.has(pgid)) return false;
-    const now = processStartTime(pgid);
-    if (now !== null && now !== this.groups.get(pgid)) {
-      this.groups.delete(pgid);
-      return false;
-    }
-    return groupSignal(pgid, signal);
-  }
-}
-
-/** Sends `signal` to process group `pgid` (0: only asks whether it has members); false when it has none. */
-function groupSignal(pgid: number, signal: NodeJS.Signals | 0): boolean {
-  try {
-    process.kill(-pgid, signal);
-    return true;
-  } catch {
-    return false; // ESRCH: the group is gone
+    const done = signalLaunchedGroup(pgid, this.groups.get(pgid) ?? null, signal);
+    if (done === "another") this.groups.delete(pgid);
+    return done === "sent";
   }
 }

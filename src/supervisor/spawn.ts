@@ -1,6 +1,7 @@
 // Spawning a server process, and ending one that never got a message (src/supervisor/supervisor.ts).
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { descriptorOf } from "../identity/proc.js";
+import { recordLeader, signalChildGroup } from "./groupSignal.js";
 
 export class LaunchError extends Error {
   override name = "LaunchError";
@@ -71,6 +72,8 @@ export function spawnServer(spec: SpawnSpec, extra: Record<string, string> = {})
     stdio: ["pipe", "pipe", "pipe"],
     detached: true,
   });
+  // its start time while its pid is surely its own: what every later signal to its group is checked against
+  recordLeader(child);
   const spawned = new Promise<ChildProcessWithoutNullStreams>((resolve, reject) => {
     child.once("spawn", () => resolve(child));
     child.once("error", (err: NodeJS.ErrnoException) => {
@@ -92,14 +95,6 @@ export function spawnServer(spec: SpawnSpec, extra: Record<string, string> = {})
   return { child, spawned, startedAt: new Date(startedAtMs).toISOString(), startedAtMs, channel };
 }
 
-export function killGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    /* ESRCH: the group is already gone */
-  }
-}
-
 /** Ends a server spawned for a launch that did not go through (no message was ever sent to it). */
 export async function discard(started: Started): Promise<void> {
   const { child } = started;
@@ -108,7 +103,9 @@ export async function discard(started: Started): Promise<void> {
     if (child.exitCode !== null || child.signalCode !== null) resolve();
     else child.once("exit", () => resolve());
   });
-  killGroup(child.pid, "SIGKILL");
+  // It may have exited long before (a crash while its identity was captured) and been reaped, its
+  // pid then free for another process's group: the signal is checked (groupSignal.ts).
+  signalChildGroup(child, "SIGKILL");
   child.stdout.destroy();
   child.stderr.destroy();
   await exited;

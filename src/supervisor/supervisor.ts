@@ -18,6 +18,7 @@ import type { SpawnCredentials } from "../vault/delivery.js";
 import { type AfterCrash, CrashLoop, type LoopStop } from "./crashLoop.js";
 import type { EarlyStart } from "./earlyStart.js";
 import { type Generation, newGeneration, settleGeneration } from "./generation.js";
+import { leaderStartTime } from "./groupSignal.js";
 import { spawnAndCapture } from "./launchCapture.js";
 import type { LinkEvents, ServerLink } from "./link.js";
 import { ProcessGroups } from "./processGroups.js";
@@ -208,7 +209,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     const prestarted = early?.take(spec, extra) ?? null;
     // its group is ours from the spawn: a shutdown during the capture ends it with the others
     const launched = (s: Started) => {
-      if (s.child.pid !== undefined) this.groups.launched(s.child.pid);
+      if (s.child.pid !== undefined) this.groups.launched(s.child.pid, leaderStartTime(s.child));
     };
     const { started, stat } = await spawnAndCapture(spec, cache, log, extra, alsoWarm, prestarted, launched);
     if (this.stopping) {
@@ -232,8 +233,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
   }
 
   private wire(gen: Generation): void {
+    // Its group was recorded at its spawn (launch), with the start time read then: read here,
+    // after the capture, it could be another process's, given the pid of a server reaped meanwhile.
     const { child } = gen;
-    this.groups.launched(child.pid!);
     readPipes(
       child,
       {

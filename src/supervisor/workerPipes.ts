@@ -4,7 +4,7 @@
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { LineCoalescer, writesAfterRead } from "../relay/coalesce.js";
 import { type FramingEvents, LineReader } from "../relay/framing.js";
-import { killGroup } from "./spawn.js";
+import { signalChildGroup } from "./groupSignal.js";
 import { type LineScrubber, StderrLines } from "./stderrLines.js";
 
 export interface PipeOptions {
@@ -101,13 +101,17 @@ export async function stopChild(child: ChildProcessWithoutNullStreams, graceMs: 
   writers.get(child)?.flush(); // what was sent before the close still goes out
   child.stdin.end();
   if (!(await waitExit(graceMs))) {
-    killGroup(child.pid!, "SIGTERM");
+    signalChildGroup(child, "SIGTERM");
     if (!(await waitExit(graceMs))) {
-      killGroup(child.pid!, "SIGKILL");
+      signalChildGroup(child, "SIGKILL");
       await waitExit(graceMs);
     }
   }
-  killGroup(child.pid!, "SIGKILL"); // anything left in the group
+  // Anything left in the group. The server has most often exited and been reaped by now: with
+  // nothing else left in its group, its pid is free, and a process started meanwhile may have
+  // been given it and lead a group of its own. The signal is checked against the server's start
+  // time (groupSignal.ts), as every signal to a group is.
+  signalChildGroup(child, "SIGKILL");
 }
 
 /**

@@ -8,6 +8,7 @@
 // Real processes, a pid chosen for the second one (root on Linux: /proc/sys/kernel/ns_last_pid).
 import { type ChildProcess, spawn } from "node:child_process";
 import { afterEach, expect, it } from "vitest";
+import { pidHolderStartTime } from "../../src/identity/proc.js";
 import { ProcessGroups } from "../../src/supervisor/processGroups.js";
 import { alive } from "../helpers/files.js";
 import { canChoosePids, sleeperUnder } from "../helpers/pids.js";
@@ -49,17 +50,17 @@ it.skipIf(!canChoosePids())(
     });
     // its handler in place before any SIGTERM comes
     await new Promise((resolve) => stubborn.stdout?.once("data", resolve));
-    groups.launched(stubborn.pid as number);
+    groups.launched(stubborn.pid as number, pidHolderStartTime(stubborn.pid as number));
     const old = detached("sleep", ["1000"]);
     const pid = old.pid as number;
-    groups.launched(pid);
+    groups.launched(pid, pidHolderStartTime(pid)); // read at the spawn, as the supervisor does
     old.kill("SIGKILL");
     await exited(old); // reaped: its number is free
     groups.end(pid); // the old generation's end: SIGKILL to what is left of its group, after the grace
     groups.end(stubborn.pid as number);
     const next = sleeperUnder(pid, (end) => cleanup.push(end)); // the next launch, under the freed number
     if (next === null) return; // the pid could not be had (another process took it first): nothing to judge
-    groups.launched(next);
+    groups.launched(next, pidHolderStartTime(next));
     expect(alive(stubborn.pid as number), "the next launch came within the grace").toBe(true);
     await exited(stubborn);
     expect(alive(next)).toBe(true);
