@@ -2,10 +2,10 @@
 // been reaped: its pid (the group's number) is free then, and a process started meanwhile may be
 // given it and lead a group of its own. Each such signal is checked against the server's start
 // time as read at its spawn (src/supervisor/groupSignal.ts). Unchecked, stopChild's last SIGKILL
-// ("anything left in the group") and discard's SIGKILL killed that group; and a server that exited
-// before its launch was wired had the start time under its pid read again after the exit, so the
-// SIGTERM its exit sends its group (ProcessGroups.end) passed the check and reached the group that
-// took the pid. Real processes; the unrelated group is started under the freed pid by choosing
+// ("anything left in the group"), discard's SIGKILL and the early start's guard killed that
+// group; and a server that exited before its launch was wired had the start time under its pid
+// read again after the exit, so the SIGTERM its exit sends its group (ProcessGroups.end) passed
+// the check and reached the group that took the pid. Real processes; the unrelated group is started under the freed pid by choosing
 // the next pid (root on Linux: /proc/sys/kernel/ns_last_pid). Which signal ended it tells whose
 // it was: the first fatal signal sent decides a process's end, and the test sends SIGHUP last.
 import type { ChildProcess } from "node:child_process";
@@ -90,6 +90,34 @@ it.skipIf(!canChoosePids())(
     const down = new Promise((resolve) => sup.once("down", resolve));
     await sup.start();
     await down;
+    expect(await endedBy(other)).toBe("SIGHUP");
+  },
+);
+
+it.skipIf(!canChoosePids())(
+  "the early start's guard, signalled after its server exited, spares the group that took its pid",
+  async () => {
+    const early = new EarlyStart({ command: "true", args: [], cwd: "/", env: { PATH } }, ["SIGUSR2"]);
+    defer(() => early.abandon());
+    const child = await early.started.spawned;
+    await exited(child);
+    const other = otherGroupUnder(child.pid!);
+    if (other === null) return;
+    // Listening after the guard: the guard's handler runs first, and then raises the signal again
+    // for its default action, which this listener turns into nothing. Both are waited for: the
+    // second, coming once this listener is gone, would end the test's process.
+    let seen!: () => void;
+    const signalled = new Promise<void>((resolve) => {
+      seen = resolve;
+    });
+    let times = 0;
+    const listener = () => {
+      if (++times === 2) seen();
+    };
+    process.on("SIGUSR2", listener);
+    defer(() => void process.off("SIGUSR2", listener));
+    process.kill(process.pid, "SIGUSR2");
+    await signalled;
     expect(await endedBy(other)).toBe("SIGHUP");
   },
 );
