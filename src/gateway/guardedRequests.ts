@@ -275,19 +275,24 @@ export class GuardedRequests {
    */
   private endedMeanwhile(msg: Request, verdict: Awaited<ReturnType<typeof decide>>, tool?: string): boolean {
     if (verdict.action === "refuse") return false;
-    if (verdict.action === "forward") {
-      const method = msg.method === "tools/call" ? undefined : msg.method;
-      this.p.records.callInterrupted(
-        callOf(msg),
-        tool,
-        verdict.call.epoch,
-        // the gateway ended the connection (a signal, onChange: disconnect): not the client's cancel
-        "connection_ended",
-        "not_forwarded",
-        method,
-      );
+    const ending = this.ending ?? "the gateway ended the connection";
+    if (verdict.action !== "forward") {
+      // held (or its arguments judged): nothing of it is in the audit yet, its refusal is recorded
+      this.answerAtEnd(msg, ending);
+      return true;
     }
-    this.answerAtEnd(msg, this.ending ?? "the gateway ended the connection");
+    const method = msg.method === "tools/call" ? undefined : msg.method;
+    this.p.records.callInterrupted(
+      callOf(msg),
+      tool,
+      verdict.call.epoch,
+      // the gateway ended the connection (a signal, onChange: disconnect): not the client's cancel
+      "connection_ended",
+      "not_forwarded",
+      method,
+    );
+    // its intent and that end are its records: no refusal is recorded beside them
+    this.answerAtEnd(msg, ending, "gateway", false);
     return true;
   }
 
@@ -692,10 +697,19 @@ export class GuardedRequests {
     }
     // (a wait for a human cut short as the client closes its input: as when the gateway ends it)
     if (this.p.ended() || mark.endedBy !== undefined) {
+      // the uris the end came before (not decided, or held): refused with the listen, recorded
+      // as a held listen's uris are at the end, so each uri of it has one end in the audit
+      const undecided = undecidedUris(uris, d);
       this.closeListenReads(d, "connection_ended");
       const first = this.recordRefused(d);
+      for (const uri of undecided)
+        this.recordUriDenied(
+          uri === uris[0] ? callOf(msg) : newCallName(idTextOf(msg)),
+          uri,
+          "identity_pending",
+        );
       if (first) this.answer(msg, errorResponse(msg.id, first.code, first.message, first.data));
-      else this.answerAtEnd(msg, this.ending ?? "the gateway ended the connection");
+      else this.answerAtEnd(msg, this.ending ?? "the gateway ended the connection", "gateway", false);
       return;
     }
     if (d.stopped) {
@@ -1259,8 +1273,17 @@ export class GuardedRequests {
     });
   }
 
-  private answerAtEnd(msg: Request, ending: string, by?: "gateway" | "client"): void {
+  /**
+   * Answers `msg` identity_pending because the connection ends (`ending`, `by`: see answerHeld):
+   * nothing of it was decided or sent. A call or guarded read refused so is recorded as one
+   * refused at the hold timeout is (authorization_denied, reason identity_pending; a listen: one
+   * record per uri), unless `record` is false: its records were written otherwise (an intent
+   * closed connection_ended, a listen's uris recorded one by one). Written before the gateway's
+   * shutdown closes the run and writes its last records (src/cli/serve.ts, shutdown).
+   */
+  private answerAtEnd(msg: Request, ending: string, by?: "gateway" | "client", record = true): void {
     const e = refuse.identityPendingAtEnd(this.p.current()?.epoch ?? null, ending, by);
+    if (record) this.recordRefusedUndecided(msg, "identity_pending");
     this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
   }
 
@@ -1383,6 +1406,12 @@ interface ListenDecision {
 
 function newListenDecision(): ListenDecision {
   return { reads: [], refused: [], stopped: null };
+}
+
+/** The uris (of `uris`, each once) `d` holds no outcome of: neither allowed (their intents written) nor refused. */
+function undecidedUris(uris: string[], d: ListenDecision): string[] {
+  const decided = new Set([...d.reads.map((r) => r.uri), ...d.refused.map((r) => r.uri)]);
+  return uris.filter((uri) => !decided.has(uri));
 }
 
 /** The refused uris of `d` as the acknowledgement tells them (absent when none). */

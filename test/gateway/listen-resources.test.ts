@@ -635,6 +635,14 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
       reason: "connection_ended",
       outcome: "not_forwarded",
     });
+    // each uri has one end in the audit: A its intent closed, B the refusal of its cut-short wait,
+    // and the uri the end came before refused identity_pending (before, it had none)
+    expect(
+      events.filter((e) => e.type === "authorization_denied").map((e) => [e.requestId, e.tool, e.reason]),
+    ).toEqual([
+      ["listen:0", `resources/subscribe ${B}`, "authorization_required"],
+      ["listen:0", "resources/subscribe test://c", "identity_pending"],
+    ]);
     // the only listen the server got is the gateway's own (tool-list changes)
     expect(listensAt(methods).map((m) => m.params.notifications)).toEqual(
       listensAt(methods).map(() => ({ toolsListChanged: true })),
