@@ -148,8 +148,39 @@ export class GuardedRequests {
    * the guard: each uri decided as a resources/subscribe of it would be.
    */
   listen(msg: Request): void {
-    if (this.refusedBeforeInitialize(msg) || this.refusedAtEnd(msg) || this.refusedNotReading(msg)) return;
+    if (
+      this.refusedTooManyUris(msg) ||
+      this.refusedBeforeInitialize(msg) ||
+      this.refusedAtEnd(msg) ||
+      this.refusedNotReading(msg)
+    )
+      return;
     this.handled(msg, this.handleListen(msg));
+  }
+
+  /**
+   * Answers `msg` at once, -32602, when its `resourceSubscriptions` names more than
+   * MAX_LISTEN_URIS uris: each uri of a listen refused is one audit record, so one message of the
+   * client's could otherwise write as many as the 64 MiB line limit holds uris. Checked first,
+   * before any refusal that records them (not initialized, the connection's end, a server that
+   * reads nothing): nothing of it is decided, recorded or sent.
+   */
+  private refusedTooManyUris(msg: Request): boolean {
+    const uris = listenResourceUris(msg);
+    if (!Array.isArray(uris) || uris.length <= MAX_LISTEN_URIS) return false;
+    // said sparingly: the client decides how often
+    this.thinned.say(
+      "listen-uris",
+      `refused a subscriptions/listen of the client's: it names ${uris.length} resource uris, more than the ${MAX_LISTEN_URIS} portcullis takes in one listen`,
+    );
+    this.p.downstream.send(
+      errorResponse(
+        msg.id,
+        INVALID_PARAMS,
+        `subscriptions/listen: notifications.resourceSubscriptions names ${uris.length} resource uris; portcullis takes at most ${MAX_LISTEN_URIS} in one listen (nothing of this one was decided, recorded or sent): split them over several listens.`,
+      ),
+    );
+    return true;
   }
 
   /**
@@ -1459,3 +1490,10 @@ const INPUT_REQUIRED_READS: ReadonlySet<string> = new Set(["resources/read", "pr
  */
 export const MAX_HELD = 4096;
 export const MAX_HELD_BYTES = 64 * 1024 * 1024;
+
+/**
+ * How many resource uris one subscriptions/listen may name (`resourceSubscriptions`, as written,
+ * a uri named twice counted twice): each is decided, and recorded when refused, on its own. A
+ * client subscribes to a handful; past this the listen is refused whole, before any record.
+ */
+export const MAX_LISTEN_URIS = 1000;
