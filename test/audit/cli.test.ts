@@ -8,6 +8,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { type AuditEvent, AuditLog, argumentsDigest } from "../../src/audit/index.js";
 import { keyringExists } from "../../src/keyring/keyringRead.js";
 import { openStore, type Store } from "../../src/store/db.js";
+import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { runCli } from "../helpers/gateway.js";
 import {
   CHILDREN,
@@ -570,7 +571,8 @@ describe.runIf(hasScript)("the passphrase on a terminal", () => {
         setTimeout(() => child.stdin.write(k), 50); // after raw mode is on, as a person would
       }
     });
-    return new Promise((resolve) => child.on("exit", (code) => resolve({ code, screen })));
+    // the screen read to its end, not only the exit: the last of it can still be in the pipe
+    return exitWithOutput(child, [child.stdout]).then(({ code }) => ({ code, screen }));
   }
 
   it("is read with echo off, and can be corrected with backspace", async () => {

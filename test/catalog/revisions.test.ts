@@ -127,7 +127,10 @@ describe("revisions", () => {
             got = m as number;
           });
           child.on("error", reject);
-          child.on("exit", (code) => (code === 0 ? resolve(got) : reject(new Error(`child exited ${code}`))));
+          // "close", not "exit": the exit can be seen before its message is read off the channel
+          child.on("close", (code) =>
+            code === 0 ? resolve(got) : reject(new Error(`child exited ${code}`)),
+          );
         }),
     );
     // wait for every child before judging, so none is still loading when the directory goes

@@ -9,6 +9,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { nextRequest, pending } from "../helpers/approvals.js";
 import { watchApprovalsJson } from "../helpers/approvalsWatch.js";
+import { completeLines } from "../helpers/completeLines.js";
+import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { tempDir, waitFor } from "../helpers/files.js";
 import { hostEnv, runCli, startInventory } from "../helpers/gateway.js";
 import { CLI, NODE } from "../helpers/paths.js";
@@ -90,12 +92,13 @@ describe("portcullis approvals --watch", () => {
       if (child.exitCode === null) child.kill("SIGKILL");
     });
     let out = "";
-    child.stdout!.on("data", (c: Buffer) => {
-      out += c.toString();
+    child.stdout!.setEncoding("utf8").on("data", (c: string) => {
+      out += c;
     });
     void gw.client.callTool({ name: "read_status", arguments: {} }).catch(() => {});
+    // only lines written whole: a chunk can end inside the line that is looked for
     const line = await waitFor(
-      () => out.split("\n").find((l) => l.startsWith("decide the next:")),
+      () => completeLines(out).find((l) => l.startsWith("decide the next:")),
       20_000,
       "the watcher's next step",
     );
@@ -157,14 +160,16 @@ describe("approve --next asks on the terminal", () => {
     });
     let stderr = "";
     let stdout = "";
-    child.stderr.on("data", (c: Buffer) => {
-      stderr += c.toString();
+    child.stderr.setEncoding("utf8").on("data", (c: string) => {
+      stderr += c;
     });
-    child.stdout.on("data", (c: Buffer) => {
-      stdout += c.toString();
+    child.stdout.setEncoding("utf8").on("data", (c: string) => {
+      stdout += c;
     });
+    // its output read to the end, not only its exit: what it said is read once it exited
+    const exited = exitWithOutput(child);
     child.stdin.end("s\n");
-    const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));
+    const { code } = await exited;
     expect(code).toBe(2);
     expect(stderr).toMatch(/no terminal to ask on; give --for session\|call/);
     // refused before the review: a script gets nothing on stdout for a command that failed

@@ -29,12 +29,14 @@ function slowReader(args: string[]): Promise<{ code: number | null; stdout: stri
   child.stdout.pause();
   let stdout = "";
   let stderr = "";
-  child.stderr.on("data", (c: Buffer) => {
-    stderr += c.toString();
+  // decoded as streams: a chunk can end inside a character of several bytes
+  child.stderr.setEncoding("utf8").on("data", (c: string) => {
+    stderr += c;
   });
+  child.stdout.setEncoding("utf8");
   const resume = () => {
-    child.stdout.on("data", (c: Buffer) => {
-      stdout += c.toString();
+    child.stdout.on("data", (c: string) => {
+      stdout += c;
     });
     child.stdout.resume();
   };

@@ -11,6 +11,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { decideByCli, nextRequest, nextStoredRequest } from "../helpers/approvals.js";
+import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { removeDir } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { holdStoreLock } from "../helpers/lock.js";
@@ -102,7 +103,8 @@ describe("notices name their command", () => {
           child.stdin.write(asked === 1 ? "x\r" : "q\r");
         }
       });
-      const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
+      // the screen read to its end, not only the exit: the last of it can still be in the pipe
+      const { code } = await exitWithOutput(child, [child.stdout]);
       expect(code, screen).toBe(0);
       expect(screen).toContain('portcullis approve --next: "x" is not one of the choices');
       expect(screen).toContain(`left ${req.request} pending`);

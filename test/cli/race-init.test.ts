@@ -20,6 +20,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { closeSync, constants, existsSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { hostEnv, runCli } from "../helpers/gateway.js";
 import { CLI, NODE } from "../helpers/paths.js";
@@ -39,13 +40,14 @@ function initThrough(stateDir: string, fifo: string) {
   });
   let stdout = "";
   let stderr = "";
-  child.stdout!.on("data", (c: Buffer) => {
-    stdout += c.toString();
+  child.stdout!.setEncoding("utf8").on("data", (c: string) => {
+    stdout += c;
   });
-  child.stderr!.on("data", (c: Buffer) => {
-    stderr += c.toString();
+  child.stderr!.setEncoding("utf8").on("data", (c: string) => {
+    stderr += c;
   });
-  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  // its output read to the end, not only its exit: what it said is read once it exited
+  const exited = exitWithOutput(child).then(({ code }) => code);
   cleanup.push(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   });

@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readConsoleAddress } from "../../src/console/address.js";
+import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { hostEnv, runCli } from "../helpers/gateway.js";
 import { CLI, NODE } from "../helpers/paths.js";
@@ -305,10 +306,11 @@ describe("portcullis console flags and configuration", () => {
           stdio: ["ignore", "pipe", "pipe"],
         });
         let out = "";
-        child.stdout.on("data", (d) => {
+        child.stdout.setEncoding("utf8").on("data", (d: string) => {
           out += d;
         });
-        const exit = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+        // its stdout read to the end, not only its exit: the address line is read once it exited
+        const exit = exitWithOutput(child, [child.stdout]).then(({ code }) => code);
         return { child, exit, out: () => out };
       };
       const a = start();

@@ -11,6 +11,7 @@ import { getRequest } from "../../src/approval/requests.js";
 import { readConsoleAddress } from "../../src/console/address.js";
 import { openStoreToRead } from "../../src/store/db.js";
 import { waitForPending } from "../helpers/approvals.js";
+import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { hostEnv, startGateway } from "../helpers/gateway.js";
 import { CLI, FIXTURES, NODE } from "../helpers/paths.js";
@@ -47,13 +48,17 @@ export async function startConsoleProcess(
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
-  child.stdout!.on("data", (d) => {
+  // decoded as streams: a chunk can end inside a character of several bytes
+  child.stdout!.setEncoding("utf8");
+  child.stderr!.setEncoding("utf8");
+  child.stdout!.on("data", (d: string) => {
     out += d;
   });
-  child.stderr!.on("data", (d) => {
+  child.stderr!.on("data", (d: string) => {
     out += d;
   });
-  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  // exited once its output is read to the end too: a test reads output() once it has exited
+  const exited = exitWithOutput(child).then(({ code }) => code);
   const address = await waitFor(
     () => {
       const a = readConsoleAddress(stateDir);

@@ -17,6 +17,7 @@ import { PASSKEY_ROUTES } from "../../src/console/passkeys.js";
 import { openStore } from "../../src/store/db.js";
 import { isWellFormedString } from "../../src/util/canonical.js";
 import { auditEvents, pending, waitForPending } from "../helpers/approvals.js";
+import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { newStateDir, TEST_PASSPHRASE } from "../helpers/state.js";
@@ -1018,13 +1019,14 @@ async function attemptsAsNobody(base: string, cookie: string, count: number): Pr
   });
   let out = "";
   let err = "";
-  child.stdout.on("data", (d) => {
+  child.stdout.setEncoding("utf8").on("data", (d: string) => {
     out += d;
   });
-  child.stderr.on("data", (d) => {
+  child.stderr.setEncoding("utf8").on("data", (d: string) => {
     err += d;
   });
-  const code = await new Promise<number | null>((r) => child.once("exit", r));
+  // the output read to its end, not only the exit: the JSON line is the last thing it writes
+  const { code } = await exitWithOutput(child);
   expect(code, err).toBe(0);
   return JSON.parse(out) as number[];
 }

@@ -8,6 +8,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { wholeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { rawGateway } from "../helpers/raw.js";
@@ -62,7 +63,13 @@ describe("a call held for a new epoch's catalog", () => {
     expect((await gw.request("tools/list", {}, 20_000)).error).toBeUndefined();
     expect((await gw.request("tools/call", { name: "adjust", arguments: {} }, 20_000)).error).toBeUndefined();
     expect(callsReceived(log)).toHaveLength(1);
-    const first = /serving .*: pid=(\d+) epoch=(\w+)/.exec(gw.stderr());
+    // waited for in a line written whole: stderr is another pipe than the answers, read at its own
+    // pace, and a chunk can end inside the pid or the epoch
+    const first = await waitFor(
+      () => /serving .*: pid=(\d+) epoch=(\w+)/.exec(wholeLines(gw.stderr())) ?? undefined,
+      20_000,
+      "the serving line",
+    );
     expect(first, gw.stderr()).not.toBeNull();
 
     // the next process never answers tools/list: its epoch stays identity-pending

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
 import { auditEvents, storedPending } from "../helpers/approvals.js";
+import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { tempDir, waitFor } from "../helpers/files.js";
 import { hostEnv, runCli } from "../helpers/gateway.js";
 import { CLI, FIXTURES, NODE } from "../helpers/paths.js";
@@ -41,13 +42,17 @@ function approveWaitingForPassphrase(stateDir: string, id: string, forWhat: "cal
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
-  child.stdout!.on("data", (b: Buffer) => {
-    out += b.toString();
+  // decoded as streams: a chunk can end inside a character of several bytes
+  child.stdout!.setEncoding("utf8");
+  child.stderr!.setEncoding("utf8");
+  child.stdout!.on("data", (s: string) => {
+    out += s;
   });
-  child.stderr!.on("data", (b: Buffer) => {
-    out += b.toString();
+  child.stderr!.on("data", (s: string) => {
+    out += s;
   });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  // its output read to the end too: what approve said is read once it exited
+  const exited = exitWithOutput(child).then(({ code }) => code);
   cleanup.push(() => {
     if (child.exitCode === null) child.kill("SIGKILL");
   });

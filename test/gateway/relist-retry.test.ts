@@ -7,6 +7,7 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { type CatalogFile, makeCatalog, type ToolDef } from "../helpers/catalog.js";
+import { wholeLines } from "../helpers/completeLines.js";
 import { waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -206,6 +207,11 @@ describe("a first catalog fetch of an epoch that fails", () => {
 
 /** The pid of the server serving `gw`'s first epoch, from the catalog fixture's stderr line. */
 async function serverPid(gw: RawGateway): Promise<number> {
-  const line = await waitFor(() => /\[catalog\] pid=(\d+)/.exec(gw.stderr()), 20_000, "the server's pid");
+  // in a line written whole: a chunk can end inside the pid
+  const line = await waitFor(
+    () => /\[catalog\] pid=(\d+)/.exec(wholeLines(gw.stderr())),
+    20_000,
+    "the server's pid",
+  );
   return Number(line[1]);
 }

@@ -12,6 +12,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { wholeLines } from "../helpers/completeLines.js";
 import { readJsonLines, removeDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -58,7 +59,11 @@ async function lenientGateway(
   else expect((await gw.request("server/discover", { _meta: META }, 20_000)).result).toBeDefined();
   const listed = await gw.request("tools/list", era === "legacy" ? {} : { _meta: META }, 20_000);
   expect(listed.result, JSON.stringify(listed)).toBeDefined();
-  const line = /\[lenient\] pid=(\d+)/.exec(gw.stderr())?.[0] ?? "";
+  // waited for in a line written whole: stderr is another pipe than the answers, read at its own pace,
+  // and a chunk can end inside the pid
+  const line = (
+    await waitFor(() => /\[lenient\] pid=(\d+)/.exec(wholeLines(gw.stderr())), 20_000, "the server's pid")
+  )[0];
   const serverPid = Number(/pid=(\d+)/.exec(line)?.[1]);
   expect(serverPid).toBeGreaterThan(0);
   return {

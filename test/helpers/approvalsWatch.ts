@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { completeJsonLines } from "./completeLines.js";
 import { hostEnv } from "./gateway.js";
 import { CLI, NODE } from "./paths.js";
 
@@ -43,11 +44,6 @@ export function watchApprovalsJson(
   cleanup.push(() => {
     if (child.exitCode === null) child.kill("SIGKILL");
   });
-  const lines = <T>() =>
-    out
-      .slice(0, out.lastIndexOf("\n") + 1)
-      .split("\n")
-      .filter((l) => l.trim() !== "")
-      .map((l) => JSON.parse(l) as T);
+  const lines = <T>() => completeJsonLines<T>(out);
   return { child, out: () => out, err: () => err, lines, exited };
 }

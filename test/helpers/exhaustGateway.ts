@@ -6,6 +6,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
+import { exitWithOutput } from "./exitWithOutput.js";
 import { removeDir, waitFor } from "./files.js";
 import { bundledFixture } from "./fixtureBundle.js";
 import { assertBuilt, hostEnv } from "./gateway.js";
@@ -57,8 +58,12 @@ export function startExhaustGateway(
     { env: { ...hostEnv(), ...o.env }, stdio: ["pipe", "pipe", "pipe"] },
   );
   const exited = new Promise<void>((resolve) => gw.once("exit", () => resolve()));
-  // its stdout read to the end as well: "exit" may come before the last of it was read
-  const closed = new Promise<void>((resolve) => gw.once("close", () => resolve()));
+  // its stdout (and stderr, when collected) read to the end as well: "exit" may come before the
+  // last of it was read. Not "close": a server the gateway left running could hold a pipe open
+  // for ever, and stderr is not read at all unless collected
+  const closed = exitWithOutput(gw, o.stderr === "collected" ? [gw.stdout, gw.stderr] : [gw.stdout]).then(
+    () => {},
+  );
   onCleanup(async () => {
     // SIGTERM first: the gateway ends its server on it (a SIGKILLed gateway leaves its deaf
     // server running, an orphan, after a failed case); SIGKILL if it has not ended in 5 s

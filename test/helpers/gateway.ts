@@ -10,9 +10,11 @@ import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable, Stream } from "node:stream";
+import { StringDecoder } from "node:string_decoder";
 import type { Client as ModernClient } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { completeLines } from "./completeLines.js";
 import { type ExitInfo, exitWithOutput, pipesOf } from "./exitWithOutput.js";
 import { removeDir, waitFor } from "./files.js";
 import { CLI, NODE } from "./paths.js";
@@ -140,8 +142,11 @@ async function openSession<C extends Connectable>(
   let stderrText = "";
   const received: WireMessage[] = [];
   const sent: WireMessage[] = [];
+  // decoded as a stream: a chunk can end inside a character of several bytes (the transport's
+  // copy is not set to an encoding here, the SDK owns it)
+  const decoder = new StringDecoder("utf8");
   transport.stderr?.on("data", (chunk: Buffer | string) => {
-    stderrText += chunk.toString();
+    stderrText += typeof chunk === "string" ? chunk : decoder.write(chunk);
   });
   transport.onmessage = (message: WireMessage) => {
     received.push(message);
@@ -185,11 +190,8 @@ async function openSession<C extends Connectable>(
   const waitForStderr = async (re: RegExp, ms = 10_000, from = 0): Promise<string> => {
     try {
       return await waitFor(
-        () =>
-          stderrText
-            .slice(from)
-            .split("\n")
-            .find((line) => re.test(line)),
+        // only lines written whole: a chunk can end inside one ("pid=12" of "pid=12345")
+        () => completeLines(stderrText.slice(from)).find((line) => re.test(line)),
         ms,
         `${label} stderr matching ${re}`,
       );

@@ -3,6 +3,7 @@
 // every portcullis process sees SQLITE_BUSY once its busy timeout runs out.
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
+import { exitWithOutput } from "./exitWithOutput.js";
 import { NODE, REPO } from "./paths.js";
 
 const HOLDER = `
@@ -40,14 +41,18 @@ export async function holdStoreLock(stateDir: string, forMs = 0): Promise<HeldLo
     ],
     { stdio: ["pipe", "pipe", "inherit"] },
   );
-  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+  // its stdout read to the end, not only its exit: a holder for `forMs` can exit before its
+  // "held" line is read, and that is no failure to hold the lock
+  const exited = exitWithOutput(child, [child.stdout!]);
   await new Promise<void>((resolve, reject) => {
     let out = "";
-    child.stdout?.on("data", (d: Buffer) => {
-      out += d.toString();
+    child.stdout!.setEncoding("utf8").on("data", (d: string) => {
+      out += d;
       if (out.includes("held\n")) resolve();
     });
-    child.on("exit", (code) => reject(new Error(`the lock holder exited (${code}) before holding the lock`)));
+    void exited.then(({ code }) =>
+      reject(new Error(`the lock holder exited (${code}) before holding the lock`)),
+    );
   });
   return {
     pid: child.pid!,

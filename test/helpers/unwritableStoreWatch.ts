@@ -8,6 +8,7 @@
 // SIGINT, and the closing was written whole (the audit chain verifies).
 import { type ChildProcess, type SpawnOptions, spawn } from "node:child_process";
 import { expect } from "vitest";
+import { completeJsonLines } from "./completeLines.js";
 import { exitWithOutput } from "./exitWithOutput.js";
 import { sleep, waitFor } from "./files.js";
 import { hostEnv, runCli } from "./gateway.js";
@@ -46,22 +47,20 @@ export function watchStore(
   });
   let out = "";
   let err = "";
-  child.stdout!.on("data", (c: Buffer) => {
-    out += c.toString();
+  // decoded as streams: a chunk can end inside a character of several bytes
+  child.stdout!.setEncoding("utf8").on("data", (c: string) => {
+    out += c;
   });
-  child.stderr!.on("data", (c: Buffer) => {
-    err += c.toString();
+  child.stderr!.setEncoding("utf8").on("data", (c: string) => {
+    err += c;
   });
   // its exit code once its stdout and stderr were read to their end: err() is read right after
   const exited = exitWithOutput(child).then(({ code }) => code);
   cleanup.push(() => {
     if (child.exitCode === null) child.kill("SIGKILL");
   });
-  const lines = () =>
-    out
-      .split("\n")
-      .filter((l) => l.trim() !== "")
-      .map((l) => JSON.parse(l) as WatchLine);
+  // only lines written whole: a chunk can end inside one, even right after a nested `}`
+  const lines = () => completeJsonLines<WatchLine>(out);
   return { stateDir, child, err: () => err, lines, exited };
 }
 

@@ -4,6 +4,7 @@
 // on the same port (a new process: its sessions are gone).
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
+import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { waitFor } from "../helpers/files.js";
 import { EVERYTHING, NODE } from "../helpers/paths.js";
 
@@ -35,13 +36,17 @@ export async function everythingOverHttp(port?: number): Promise<EverythingHttp>
     stdio: ["ignore", "ignore", "pipe"],
   });
   let err = "";
-  proc.stderr!.on("data", (b: Buffer) => {
-    err += b.toString();
+  proc.stderr!.setEncoding("utf8").on("data", (s: string) => {
+    err += s;
   });
-  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+  // ended once its stderr is read to the end too: a server that failed to start has said all of why
+  let ended = false;
+  const exited = exitWithOutput(proc, [proc.stderr!]).then(() => {
+    ended = true;
+  });
   await waitFor(
     () => {
-      if (proc.exitCode !== null) throw new Error(`server-everything exited:\n${err}`);
+      if (ended) throw new Error(`server-everything exited:\n${err}`);
       return /listening on port/.test(err);
     },
     20_000,

@@ -12,6 +12,7 @@ import type { Socket } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
+import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { startListener } from "./listen.js";
@@ -132,10 +133,11 @@ describe.runIf(process.platform === "linux")(
       );
       cleanup.push(() => void other.kill("SIGKILL"));
       let out = "";
-      other.stdout!.on("data", (c) => {
+      other.stdout!.setEncoding("utf8").on("data", (c: string) => {
         out += c;
       });
-      const exited = new Promise<void>((resolve) => other.once("exit", () => resolve()));
+      // its stdout read to the end, not only its exit: the answer is the last thing it writes
+      const exited = exitWithOutput(other, [other.stdout!]);
       const po = await nextStoredRequest(l.stateDir, seen);
       expect(po.tool).toBe("echo");
       expect(po.agentRun).not.toBe(pa.agentRun);

@@ -10,6 +10,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { UpstreamConnections } from "../../src/supervisor/remoteTransport.js";
+import { completeLines } from "../helpers/completeLines.js";
 import { waitFor } from "../helpers/files.js";
 import { NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
@@ -39,12 +40,17 @@ async function squatter(): Promise<{ port: number; seen: () => string[]; proc: C
   });
   cleanup.push(() => void p.kill("SIGKILL"));
   let out = "";
-  p.stdout!.on("data", (c: Buffer) => {
-    out += c.toString();
+  p.stdout!.setEncoding("utf8").on("data", (c: string) => {
+    out += c;
   });
+  // only lines written whole: a chunk can end inside one ("PORT 4" of "PORT 43117", or a request
+  // line before the headers that carry the secret)
+  const lines = () => completeLines(out);
   const port = await new Promise<number>((resolve, reject) => {
     const t = setInterval(() => {
-      const m = /^PORT (\d+)$/m.exec(out);
+      const m = lines()
+        .map((l) => /^PORT (\d+)$/.exec(l))
+        .find((x) => x !== null);
       if (m) {
         clearInterval(t);
         resolve(Number(m[1]));
@@ -52,7 +58,7 @@ async function squatter(): Promise<{ port: number; seen: () => string[]; proc: C
     }, 10);
     p.once("exit", () => reject(new Error("the squatter exited")));
   });
-  return { port, seen: () => out.split("\n").filter((l) => l.startsWith("{")), proc: p };
+  return { port, seen: () => lines().filter((l) => l.startsWith("{")), proc: p };
 }
 
 describe("an http:// upstream whose port another user's process holds", () => {

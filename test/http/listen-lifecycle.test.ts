@@ -148,7 +148,7 @@ describe("session lifetime", () => {
     cleanup.push(() => l.close());
     await openSession(l);
     await openSession(l);
-    const exited = new Promise<number | null>((resolve) => l.proc.once("exit", (code) => resolve(code)));
+    const exited = l.exited.then(({ code }) => code);
     l.proc.kill("SIGTERM");
     expect(await exited).toBe(0);
     const db = openStore(l.stateDir);
@@ -176,7 +176,7 @@ describe("SIGTERM while another process holds the store's lock", () => {
     cleanup.push(async () => {
       if (held) await lock.release();
     });
-    const exited = new Promise<number | null>((resolve) => l.proc.once("exit", (code) => resolve(code)));
+    const exited = l.exited.then(({ code }) => code);
     l.proc.kill("SIGTERM");
     // ended with the lock still held: one wait for it, not one per session and write
     expect(await exited).toBe(0);
@@ -246,7 +246,7 @@ describe("while shutting down", () => {
       }),
     });
     await waitFor(() => /approval needed for "slow"/.test(l.stderr()), 10_000, "the approval request");
-    const exited = new Promise<number | null>((resolve) => l.proc.once("exit", (code) => resolve(code)));
+    const exited = l.exited.then(({ code }) => code);
     l.proc.kill("SIGTERM");
     const answer = messagesOf((await call).body).find((m) => m.id === "waits" && m.method === undefined);
     expect(answer?.error).toMatchObject({ code: -32050, data: { error: "authorization_required" } });
@@ -275,9 +275,7 @@ describe("while shutting down", () => {
     await openSession(l);
     const servers = [...new Set(notes().flatMap((n) => (n.method === "initialize" ? [n.pid!] : [])))];
     expect(servers).toHaveLength(2);
-    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
-      l.proc.once("exit", (code, signal) => resolve({ code, signal })),
-    );
+    const exited = l.exited;
     l.proc.kill("SIGTERM");
     await waitFor(
       () => servers.every((pid) => notes().some((n) => n.stdinEnd === pid)),

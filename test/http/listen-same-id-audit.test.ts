@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { argumentsDigest } from "../../src/audit/index.js";
 import { auditActivity, auditEvents } from "../helpers/approvals.js";
+import { completeLines } from "../helpers/completeLines.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
@@ -78,7 +79,11 @@ async function listener(stateDir: string, methodLog: string): Promise<Listener> 
 
 /** Kills the gateway as a crash would (its server, in its own process group, with it). */
 async function kill(l: Listener): Promise<void> {
-  const pids = [...l.stderr().matchAll(/\[lenient\] pid=(\d+)/g)].map((m) => Number(m[1]));
+  // from lines written whole: a chunk can end inside a pid, and a group of a cut pid is another's
+  const pids = completeLines(l.stderr()).flatMap((line) => {
+    const m = /\[lenient\] pid=(\d+)/.exec(line);
+    return m ? [Number(m[1])] : [];
+  });
   l.proc.kill("SIGKILL");
   await new Promise<void>((resolve) => (l.proc.exitCode !== null ? resolve() : l.proc.once("exit", resolve)));
   for (const pid of pids) {

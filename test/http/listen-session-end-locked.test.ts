@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { openExistingStore } from "../../src/store/db.js";
 import { verifiedAuditEvents } from "../helpers/approvals.js";
+import { wholeLines } from "../helpers/completeLines.js";
 import { alive, waitFor } from "../helpers/files.js";
 import { holdStoreLock } from "../helpers/lock.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -64,7 +65,16 @@ async function twoSessionsThenLock(busyTimeoutMs: string) {
   const a = await openSession(l);
   await call(a, 1);
   // session A's server, the only one serving yet
-  const serverOfA = Number(/serving .*: pid=(\d+)/.exec(l.stderr())?.[1]);
+  // waited for in a line written whole: stderr is read at its own pace, and a chunk can end inside the pid
+  const serverOfA = Number(
+    (
+      await waitFor(
+        () => /serving .*: pid=(\d+)/.exec(wholeLines(l.stderr())) ?? undefined,
+        20_000,
+        "A's server",
+      )
+    )[1],
+  );
   expect(serverOfA).toBeGreaterThan(0);
   const b = await openSession(l);
   await call(b, 2);

@@ -6,6 +6,7 @@
 import { spawn } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { openExistingStore } from "../../src/store/db.js";
+import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { fixtureCommand, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
 import { startListener } from "./listen.js";
@@ -41,11 +42,12 @@ describe("the listen token on a client's command line", () => {
         stdio: ["ignore", "pipe", "inherit"],
       });
       let text = "";
-      child.stdout.on("data", (d) => {
+      child.stdout.setEncoding("utf8").on("data", (d: string) => {
         text += d;
       });
       child.on("error", reject);
-      child.on("exit", () => resolve(text));
+      // its stdout read to the end, not only its exit: the answer is the last thing it writes
+      void exitWithOutput(child, [child.stdout]).then(() => resolve(text));
     });
     expect(out).toContain("Echo: hi");
     const db = openExistingStore(stateDir);

@@ -13,6 +13,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
+import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { runCli } from "../helpers/gateway.js";
 import { fixtureCommand, NODE } from "../helpers/paths.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
@@ -100,10 +101,11 @@ describe("the run --listen bearer token", () => {
       env: { ...process.env, MCP_TOKEN: token },
     });
     let out = "";
-    client.stdout!.on("data", (d) => {
+    client.stdout!.setEncoding("utf8").on("data", (d: string) => {
       out += d;
     });
-    const done = new Promise<void>((resolve) => client.once("exit", () => resolve()));
+    // its stdout read to the end, not only its exit: the answers are the last thing it writes
+    const done = exitWithOutput(client, [client.stdout!]);
     cleanup.push(async () => {
       if (client.exitCode === null) client.kill("SIGKILL");
       await done;

@@ -4,7 +4,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { exitWithOutput } from "../helpers/exitWithOutput.js";
+import { type ExitInfo, exitWithOutput } from "../helpers/exitWithOutput.js";
 import { removeDir, waitFor } from "../helpers/files.js";
 import { CLI, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
@@ -17,6 +17,8 @@ export interface Listener {
   stateDir: string;
   proc: ChildProcess;
   stderr(): string;
+  /** its exit, once its stderr was read to the end too (bounded): stderr() then holds its last line */
+  exited: Promise<ExitInfo>;
   /** Authorization (and the JSON/SSE Accept a Streamable HTTP client sends) */
   headers(extra?: Record<string, string>): Record<string, string>;
   close(): Promise<void>;
@@ -62,11 +64,12 @@ export async function startListener(
     { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, PORTCULLIS_NO_CONSOLE: "1", ...opts.env } },
   );
   let err = "";
-  proc.stderr!.on("data", (c) => {
+  // decoded as a stream: a chunk can end inside a character of several bytes
+  proc.stderr!.setEncoding("utf8").on("data", (c: string) => {
     err += c;
   });
   // once its output was read to its end too: a test reads stderr() once it was closed
-  const exited = exitWithOutput(proc).then(() => {});
+  const exited = exitWithOutput(proc);
   const url = await waitFor(
     () => {
       if (proc.exitCode !== null) throw new Error(`run --listen exited ${proc.exitCode}: ${err}`);
@@ -87,6 +90,7 @@ export async function startListener(
     stateDir,
     proc,
     stderr: () => err,
+    exited,
     headers: (extra = {}) => ({
       ...(token ? { authorization: `Bearer ${token}` } : {}),
       accept: "application/json, text/event-stream",

@@ -84,14 +84,15 @@ export async function startFixture(
   };
   const proc = spawn(NODE, [file], { env: fullEnv, stdio: ["ignore", "pipe", "pipe"] });
   let err = "";
-  proc.stderr!.on("data", (b: Buffer) => {
-    err += b.toString();
+  proc.stderr!.setEncoding("utf8").on("data", (s: string) => {
+    err += s;
   });
   const got = await new Promise<number>((resolve, reject) => {
     let out = "";
-    proc.stdout!.on("data", (b: Buffer) => {
-      out += b.toString();
-      const m = /listening (\d+)/.exec(out);
+    proc.stdout!.setEncoding("utf8").on("data", (s: string) => {
+      out += s;
+      // up to its newline: a chunk can end inside the number ("listening 4" of "listening 43117")
+      const m = /listening (\d+)\n/.exec(out);
       if (m) resolve(Number(m[1]));
     });
     proc.once("exit", (code) => reject(new Error(`fixture exited (${code}) before listening:\n${err}`)));

@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { WrongPassphraseError } from "../../src/keyring/keyringErrors.js";
+import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { removeDir } from "../helpers/files.js";
 import { hostEnv } from "../helpers/gateway.js";
 import { changeByCli, passphraseFile, withPassphrase } from "../helpers/passphraseChange.js";
@@ -46,18 +47,20 @@ async function storeKeptOpen(stateDir: string): Promise<void> {
     ["-e", OPEN_STORE, join(REPO, "node_modules", "better-sqlite3"), join(stateDir, "portcullis.db")],
     { stdio: ["pipe", "pipe", "inherit"] },
   );
-  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+  // its stdout read to the end, not only its exit: an exit seen before its "open" line was read
+  // would be taken for a holder that never opened the store
+  const exited = exitWithOutput(child, [child.stdout!]);
   cleanup.push(async () => {
     child.stdin?.end();
     await exited;
   });
   await new Promise<void>((resolve, reject) => {
     let out = "";
-    child.stdout?.on("data", (d: Buffer) => {
-      out += d.toString();
+    child.stdout!.setEncoding("utf8").on("data", (d: string) => {
+      out += d;
       if (out.includes("open\n")) resolve();
     });
-    child.on("exit", (code) => reject(new Error(`the store holder exited (${code})`)));
+    void exited.then(({ code }) => reject(new Error(`the store holder exited (${code})`)));
   });
 }
 

@@ -10,6 +10,7 @@ import { parse as parseJsonc } from "jsonc-parser";
 import { parse as parseToml } from "smol-toml";
 import { describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
+import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { waitFor } from "../helpers/files.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
@@ -31,11 +32,16 @@ async function runOnce(u: FakeUser, entry: Doc): Promise<void> {
   });
   let out = "";
   let err = "";
-  child.stdout.on("data", (d: Buffer) => {
-    out += d.toString();
+  child.stdout.setEncoding("utf8").on("data", (d: string) => {
+    out += d;
   });
-  child.stderr.on("data", (d: Buffer) => {
-    err += d.toString();
+  child.stderr.setEncoding("utf8").on("data", (d: string) => {
+    err += d;
+  });
+  // ended once its output is read to the end too: what it said before it exited is all there
+  let ended = false;
+  const exited = exitWithOutput(child).then(() => {
+    ended = true;
   });
   const send = (m: object) => child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", ...m })}\n`);
   try {
@@ -46,11 +52,11 @@ async function runOnce(u: FakeUser, entry: Doc): Promise<void> {
     });
     send({ method: "notifications/initialized" });
     send({ id: 2, method: "tools/list", params: {} });
-    await waitFor(() => out.includes('"id":2') || child.exitCode !== null, 20_000, "the tools/list answer");
+    await waitFor(() => out.includes('"id":2') || ended, 20_000, "the tools/list answer");
     expect(out, `stderr:\n${err}`).toContain('"id":2');
   } finally {
     child.kill();
-    await new Promise((r) => (child.exitCode !== null ? r(null) : child.once("exit", r)));
+    await exited;
   }
 }
 

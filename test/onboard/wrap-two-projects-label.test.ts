@@ -11,6 +11,8 @@ import { join } from "node:path";
 import { parse as parseJsonc } from "jsonc-parser";
 import { describe, expect, it } from "vitest";
 import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
+import { completeLines } from "../helpers/completeLines.js";
+import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { waitFor } from "../helpers/files.js";
 import { hostEnv } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
@@ -31,20 +33,23 @@ function startEntry(entry: Doc, cwd: string) {
   });
   let out = "";
   let err = "";
-  child.stdout.on("data", (d: Buffer) => {
-    out += d.toString();
+  child.stdout.setEncoding("utf8").on("data", (d: string) => {
+    out += d;
   });
-  child.stderr.on("data", (d: Buffer) => {
-    err += d.toString();
+  child.stderr.setEncoding("utf8").on("data", (d: string) => {
+    err += d;
   });
+  // ended once its output is read to the end too: what it said before it exited is all there
+  let ended = false;
+  const exited = exitWithOutput(child).then(() => {
+    ended = true;
+  });
+  // only lines written whole: a chunk can end inside an answer's line, after its "id"
+  const answerLine = (id: number) => completeLines(out).find((l) => l.includes(`"id":${id}`));
   const send = (m: object) => child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", ...m })}\n`);
   const answer = async (id: number): Promise<Doc> => {
-    await waitFor(
-      () => out.split("\n").some((l) => l.includes(`"id":${id}`)) || child.exitCode !== null,
-      30_000,
-      `the answer ${id}`,
-    );
-    const line = out.split("\n").find((l) => l.includes(`"id":${id}`));
+    await waitFor(() => answerLine(id) !== undefined || ended, 30_000, `the answer ${id}`);
+    const line = answerLine(id);
     expect(line, `stderr:\n${err}`).toBeDefined();
     return JSON.parse(line!);
   };
@@ -59,7 +64,7 @@ function startEntry(entry: Doc, cwd: string) {
     answer,
     stop: async () => {
       child.kill();
-      if (child.exitCode === null) await new Promise((r) => child.once("exit", r));
+      await exited;
     },
   };
 }

@@ -8,6 +8,7 @@ import { spawn } from "node:child_process";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { removeDir, waitFor } from "../helpers/files.js";
 import { hostEnv } from "../helpers/gateway.js";
 import { CLI, NODE } from "../helpers/paths.js";
@@ -32,13 +33,14 @@ describe("the store's -wal and -shm deleted under 'approvals --watch'", () => {
     });
     let stdout = "";
     let stderr = "";
-    child.stdout.on("data", (d) => {
+    child.stdout.setEncoding("utf8").on("data", (d: string) => {
       stdout += d;
     });
-    child.stderr.on("data", (d) => {
+    child.stderr.setEncoding("utf8").on("data", (d: string) => {
       stderr += d;
     });
-    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    // its output read to the end, not only its exit: what it said of the deleted file is its last line
+    const exited = exitWithOutput(child).then(({ code }) => code);
     // its first list is drawn: the store is open
     await waitFor(() => (stdout.length > 0 ? true : null), 15_000, "the first list");
     for (const side of ["-wal", "-shm"]) rmSync(join(stateDir, `portcullis.db${side}`));

@@ -26,6 +26,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { TempNotWrittenError, writeFileAtomic } from "../../src/util/atomicFile.js";
+import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { NODE, REPO } from "../helpers/paths.js";
 
@@ -93,16 +94,16 @@ writeFileAtomic(path, ${JSON.stringify(NEW.slice(0, 1))}.repeat(${NEW.length}), 
   );
   const child: ChildProcess = spawn(NODE, [script], { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
-  child.stderr?.on("data", (c: Buffer) => {
-    stderr += c.toString();
+  child.stderr!.setEncoding("utf8").on("data", (c: string) => {
+    stderr += c;
   });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  // ended once its stderr is read to the end too: a writer that failed has said all of why
+  let ended = false;
+  const exited = exitWithOutput(child, [child.stderr!]).then(() => {
+    ended = true;
+  });
   cleanup.push(() => child.kill("SIGKILL"));
-  await waitFor(
-    () => existsSync(join(gate, "waiting")) || child.exitCode !== null,
-    10_000,
-    `the writer at ${stop}`,
-  );
+  await waitFor(() => existsSync(join(gate, "waiting")) || ended, 10_000, `the writer at ${stop}`);
   expect(stderr).toBe("");
   expect(existsSync(join(gate, "waiting"))).toBe(true);
   child.kill("SIGKILL");

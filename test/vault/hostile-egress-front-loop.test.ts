@@ -8,6 +8,7 @@
 import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { wholeLines } from "../helpers/completeLines.js";
 import { waitFor } from "../helpers/files.js";
 import { newStateDir } from "../helpers/state.js";
 import { type Listener, startListener } from "../http/listen.js";
@@ -74,7 +75,8 @@ describe.runIf(process.platform === "linux")(
       const proxyPort = Number(
         (
           await waitFor(
-            () => /egress proxy on http:\/\/127\.0\.0\.1:(\d+)/.exec(l.stderr()),
+            // in a line written whole: a chunk can end inside the port
+            () => /egress proxy on http:\/\/127\.0\.0\.1:(\d+)/.exec(wholeLines(l.stderr())),
             20_000,
             "the egress proxy",
           )

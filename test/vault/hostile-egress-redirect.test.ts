@@ -11,6 +11,7 @@ import { createServer, type Server } from "node:http";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { wholeLines } from "../helpers/completeLines.js";
 import { tempDir, waitFor } from "../helpers/files.js";
 import { newStateDir } from "../helpers/state.js";
 import { approvedCall, egressKit, nodeServer, PLACEHOLDER, SECRET, text } from "./egress-kit.js";
@@ -65,7 +66,16 @@ describe("a declared host's redirect that keeps the query", () => {
     const done = join(tempDir("portcullis-redirect-"), "done");
     const held = approvedCall(gw, stateDir, "fetch_url", { url: `${plain.url}/open`, after: done }, seen);
     await waitFor(() => plain.received.some((x) => x.path === "/open"), 20_000, "the held call's request");
-    const port = Number(/egress proxy on http:\/\/127\.0\.0\.1:(\d+)/.exec(gw.stderr())?.[1]);
+    // waited for in a line written whole: stderr is read at its own pace, and a chunk can end inside the port
+    const port = Number(
+      (
+        await waitFor(
+          () => /egress proxy on http:\/\/127\.0\.0\.1:(\d+)/.exec(wholeLines(gw.stderr())) ?? undefined,
+          20_000,
+          "the egress proxy's port",
+        )
+      )[1],
+    );
     const answer = await new Promise<string>((resolve) => {
       const s = connect(port, "127.0.0.1");
       let out = "";
