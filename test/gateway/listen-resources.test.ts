@@ -4,11 +4,13 @@
 // the listen was relayed as written: a resource the guard would refuse to subscribe to (or that a
 // human was to approve) was subscribed to unasked and unrecorded, on every process. Real gateway,
 // raw client, the v2-SDK fixture modern.mjs with FIXTURE_RESOURCES (its `touch` tool sends
-// notifications/resources/updated to each listen that names the uri).
+// notifications/resources/updated to each listen that names the uri). The requests a case waits
+// for are read in the test process (nextStoredRequest): the listing is not the subject here (the
+// case that shows it runs `portcullis approvals`), and it cost a process per wait.
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { auditEvents, decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { auditEvents, decideByCli, nextStoredRequest, pending } from "../helpers/approvals.js";
 import { waitForAuditEvents } from "../helpers/auditWait.js";
 import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, type WireMessage } from "../helpers/gateway.js";
@@ -191,7 +193,7 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     await request(gw, "tools/list");
     listen(gw, "listen:0", [A, B]);
     const seen = new Set<string>();
-    const askedA = await nextRequest(gw.stateDir, seen);
+    const askedA = await nextStoredRequest(gw.stateDir, seen);
     expect(askedA.tool).toBe(`resources/subscribe ${A}`);
     // the human is shown what the client sent, under the name its grant carries
     const shown = await runCli(["approvals", "--state-dir", gw.stateDir]);
@@ -217,7 +219,7 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     );
     seen.add(askedA.request);
     await decideByCli(gw.stateDir, "approve", askedA.request);
-    const askedB = await nextRequest(gw.stateDir, seen);
+    const askedB = await nextStoredRequest(gw.stateDir, seen);
     seen.add(askedB.request);
     expect(askedB.tool).toBe(`resources/subscribe ${B}`);
     await decideByCli(gw.stateDir, "deny", askedB.request);
@@ -252,7 +254,7 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
 
     // a listen whose only part is refused has nothing left to open: answered with the refusal
     listen(gw, "listen:1", [B], false);
-    const askedAgain = await nextRequest(gw.stateDir, seen);
+    const askedAgain = await nextStoredRequest(gw.stateDir, seen);
     await decideByCli(gw.stateDir, "deny", askedAgain.request);
     const answer = await gw.next((m) => m.id === "listen:1", 20_000);
     expect(answer.error?.data, JSON.stringify(answer)).toMatchObject({ error: "approval_denied" });
@@ -264,7 +266,7 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     const gw = gateway("session");
     await request(gw, "tools/list");
     listen(gw, "listen:0", [A]);
-    const asked = await nextRequest(gw.stateDir);
+    const asked = await nextStoredRequest(gw.stateDir);
     expect(asked.tool).toBe(`resources/subscribe ${A}`);
     await decideByCli(gw.stateDir, "approve", asked.request);
     await waitFor(() => acks(gw, "listen:0")[0], 20_000, "the acknowledgement");
@@ -330,12 +332,12 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     await request(gw, "tools/list");
     listen(gw, "listen:0", [A]);
     const seen = new Set<string>();
-    const asked = await nextRequest(gw.stateDir, seen);
+    const asked = await nextStoredRequest(gw.stateDir, seen);
     seen.add(asked.request);
     await decideByCli(gw.stateDir, "approve", asked.request);
     await waitFor(() => acks(gw, "listen:0")[0], 20_000, "the acknowledgement");
     listen(gw, "listen:1", [A], false);
-    const again = await nextRequest(gw.stateDir, seen);
+    const again = await nextStoredRequest(gw.stateDir, seen);
     await decideByCli(gw.stateDir, "approve", again.request);
     await waitFor(() => acks(gw, "listen:1")[0], 20_000, "the second acknowledgement");
 
@@ -376,7 +378,7 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     const gw = gateway("per-call");
     await request(gw, "tools/list");
     listen(gw, "listen:0", [A]);
-    const asked = await nextRequest(gw.stateDir);
+    const asked = await nextStoredRequest(gw.stateDir);
     gw.send({
       jsonrpc: "2.0",
       method: "notifications/cancelled",
@@ -415,13 +417,13 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     await request(gw, "tools/list");
     listen(gw, "listen:0", [A]);
     const seen = new Set<string>();
-    const first = await nextRequest(gw.stateDir, seen);
+    const first = await nextStoredRequest(gw.stateDir, seen);
     await decideByCli(gw.stateDir, "approve", first.request, "--for", "call");
     await waitFor(() => acks(gw, "listen:0")[0], 20_000, "the acknowledgement");
 
     const one = serving(gw);
     process.kill(one.pid, "SIGKILL");
-    const again = await nextRequest(gw.stateDir, seen);
+    const again = await nextStoredRequest(gw.stateDir, seen);
     expect(again.tool).toBe(`resources/subscribe ${A}`);
     await waitFor(() => serving(gw).epoch !== one.epoch || undefined, 20_000, "the next epoch");
     const two = serving(gw);
@@ -484,7 +486,7 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     );
     await request(gw, "tools/list");
     listen(gw, "listen:0", [A], false);
-    const asked = await nextRequest(gw.stateDir);
+    const asked = await nextStoredRequest(gw.stateDir);
     await decideByCli(gw.stateDir, "approve", asked.request, "--for", "call");
     await waitFor(() => acks(gw, "listen:0")[0], 20_000, "the acknowledgement");
 
@@ -502,7 +504,7 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     await waitFor(() => faulted.test(gw.stderr()), 10_000, "the re-open's fault line");
     // its id is free again: a new listen under it is taken (and, the store free, decided)
     listen(gw, "listen:0", [B], false);
-    const next = await nextRequest(gw.stateDir, new Set([asked.request]));
+    const next = await nextStoredRequest(gw.stateDir, new Set([asked.request]));
     expect(next.tool).toBe(`resources/subscribe ${B}`);
   }, 120_000);
   it.concurrent("a fault while it is first decided (the store locked past every wait as a human is asked) answers the listen, saying so, and frees its id; a listen, call or read the client cancelled meanwhile is not answered", async ({
@@ -580,7 +582,7 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     // nothing of them was recorded as forwarded, and the store free again, listen:0 is taken anew
     expect((await auditEvents(gw.stateDir)).filter((e) => e.type === "request_forwarded")).toEqual([]);
     listen(gw, "listen:0", [B], false);
-    const next = await nextRequest(gw.stateDir);
+    const next = await nextStoredRequest(gw.stateDir);
     expect(next.tool).toBe(`resources/subscribe ${B}`);
     expect(gw.stderr()).not.toMatch(/unhandled|TypeError|at .*\.js:\d+/i);
   }, 150_000);
@@ -589,8 +591,8 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     await request(gw, "tools/list");
     listen(gw, "listen:0", [A, B]);
     const seen = new Set<string>();
-    await decideByCli(gw.stateDir, "approve", (await nextRequest(gw.stateDir, seen)).request);
-    await decideByCli(gw.stateDir, "deny", (await nextRequest(gw.stateDir, seen)).request);
+    await decideByCli(gw.stateDir, "approve", (await nextStoredRequest(gw.stateDir, seen)).request);
+    await decideByCli(gw.stateDir, "deny", (await nextStoredRequest(gw.stateDir, seen)).request);
     const ack = await waitFor(() => acks(gw, "listen:0")[0], 20_000, "the acknowledgement");
     const { honoured, refused } = acked(ack);
     // B taken out of what the server claims it honours; its forged refusal replaced by the gateway's
@@ -619,8 +621,8 @@ describe("a modern listen's resource subscriptions go through the guard", () => 
     await request(gw, "tools/list");
     listen(gw, "listen:0", [A, B, "test://c"]);
     const seen = new Set<string>();
-    await decideByCli(gw.stateDir, "approve", (await nextRequest(gw.stateDir, seen)).request);
-    await nextRequest(gw.stateDir, seen); // B waits for a human
+    await decideByCli(gw.stateDir, "approve", (await nextStoredRequest(gw.stateDir, seen)).request);
+    await nextStoredRequest(gw.stateDir, seen); // B waits for a human
     gw.closeStdin();
     const answer = await gw.next((m) => m.id === "listen:0", 20_000);
     expect(answer.error?.data, JSON.stringify(answer)).toMatchObject({ error: "authorization_required" });
