@@ -1,10 +1,54 @@
 // Choosing the next pid (Linux, root in the PID namespace: /proc/sys/kernel/ns_last_pid), for the
 // tests of a pid reused by an unrelated process: what a dead gateway or server's pid may become.
 import { type ChildProcess, spawn } from "node:child_process";
-import { accessSync, constants, writeFileSync } from "node:fs";
+import { accessSync, constants, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { alive } from "./files.js";
 
 const NS_LAST_PID = "/proc/sys/kernel/ns_last_pid";
+
+/**
+ * Held by the test process choosing a pid, across the test workers: two choosing at once each
+ * write ns_last_pid between the other's write and fork, and both spent their 1000 tries (a
+ * minute of synchronous spawns on a loaded machine: the tests timed out, and their throwaway
+ * processes took the pids other tests were waiting to see freed).
+ */
+const CHOOSING_LOCK = join(tmpdir(), "portcullis-test-ns-last-pid.lock");
+const CHOOSING_WAIT_MS = 30_000;
+
+/** Runs `choose` holding CHOOSING_LOCK; null when another test process held it all the while. */
+function whileChoosing<T>(choose: () => T): T | null {
+  const deadline = Date.now() + CHOOSING_WAIT_MS;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    try {
+      writeFileSync(CHOOSING_LOCK, String(process.pid), { flag: "wx" });
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    }
+    // the file of a test process that died holding it (killed) is taken over; an empty one is
+    // being written by its holder
+    let holder = "";
+    try {
+      holder = readFileSync(CHOOSING_LOCK, "utf8");
+    } catch {
+      continue; // released meanwhile
+    }
+    if (holder !== "" && !alive(Number(holder))) {
+      rmSync(CHOOSING_LOCK, { force: true });
+      continue;
+    }
+    if (Date.now() > deadline) return null;
+    Atomics.wait(pause, 0, 0, 5); // synchronous: the callers choose from an exit listener
+  }
+  try {
+    return choose();
+  } finally {
+    rmSync(CHOOSING_LOCK, { force: true });
+  }
+}
 
 /** Whether this process can choose the next pid (root in its PID namespace, on Linux). */
 export function canChoosePids(): boolean {
@@ -30,6 +74,10 @@ export function sleeperUnder(pid: number, onCleanup: (end: () => void) => void):
  * tells whose it was: the first fatal signal sent decides it) can be waited for.
  */
 export function sleepingChildUnder(pid: number, onCleanup: (end: () => void) => void): ChildProcess | null {
+  return whileChoosing(() => tryUnder(pid, onCleanup));
+}
+
+function tryUnder(pid: number, onCleanup: (end: () => void) => void): ChildProcess | null {
   // Another process may take the pid between the write and the fork: try again. 50 tries were
   // not enough in a clean-clone run whose other test files forked all the while.
   for (let attempt = 0; attempt < 1000; attempt++) {
