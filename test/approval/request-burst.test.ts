@@ -9,6 +9,7 @@ import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { storedPending } from "../helpers/approvals.js";
+import { completeLines } from "../helpers/completeLines.js";
 import { tempDir, waitFor } from "../helpers/files.js";
 import { startInventory } from "../helpers/gateway.js";
 import { makeProject } from "../helpers/project.js";
@@ -43,7 +44,7 @@ describe("desktop notifications of a burst of requests", () => {
       void gw.client
         .callTool({ name: "adjust_inventory", arguments: { sku: `S-${i}`, delta: i } })
         .catch(() => {});
-    const lines = () => (existsSync(out) ? readFileSync(out, "utf8").split("\n").filter(Boolean) : []);
+    const lines = () => (existsSync(out) ? completeLines(readFileSync(out, "utf8")).filter(Boolean) : []);
     // the count of the quiet time comes in one notification at its end
     await waitFor(
       () => lines().some((l) => /more approval requests?/.test(l)),

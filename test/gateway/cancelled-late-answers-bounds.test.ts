@@ -10,6 +10,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { completeLines } from "../helpers/completeLines.js";
 import { startExhaustGateway } from "../helpers/exhaustGateway.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 
@@ -38,9 +39,7 @@ describe("late answers to requests the client cancelled", () => {
     await g.init();
     const heldAtServer = () => {
       try {
-        return readFileSync(done, "utf8")
-          .split("\n")
-          .filter((l) => l.startsWith("late ")).length;
+        return completeLines(readFileSync(done, "utf8")).filter((l) => l.startsWith("late ")).length;
       } catch {
         return 0;
       }

@@ -9,6 +9,7 @@ import Database from "better-sqlite3";
 import { describe, it } from "vitest";
 import { KNOWN_SCHEMA_VERSION } from "../../src/store/schemaVersion.js";
 import { verifiedAuditEvents } from "../helpers/approvals.js";
+import { completeLines } from "../helpers/completeLines.js";
 import { alive, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { holdStoreLock } from "../helpers/lock.js";
 import { NODE } from "../helpers/paths.js";
@@ -24,7 +25,7 @@ function recordedStarts(dir: string, then: string): { wrapper: string; pids: () 
   writeFileSync(wrapper, `#!/bin/sh\necho "$$" >> ${JSON.stringify(starts)}\nexec ${then}\n`);
   chmodSync(wrapper, 0o755);
   const pids = () =>
-    existsSync(starts) ? readFileSync(starts, "utf8").trim().split("\n").filter(Boolean).map(Number) : [];
+    existsSync(starts) ? completeLines(readFileSync(starts, "utf8")).filter(Boolean).map(Number) : [];
   return { wrapper, pids };
 }
 

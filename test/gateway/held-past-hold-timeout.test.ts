@@ -8,7 +8,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { wholeLines } from "../helpers/completeLines.js";
+import { completeLines, wholeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { rawGateway } from "../helpers/raw.js";
@@ -23,8 +23,7 @@ const TOOLS = '[{"name":"adjust","inputSchema":{"type":"object"}}]';
 
 /** The tools/call lines the server processes received (every process appends to one log). */
 function callsReceived(log: string): string[] {
-  return readFileSync(log, "utf8")
-    .split("\n")
+  return completeLines(readFileSync(log, "utf8"))
     .filter(Boolean)
     .map((l) => JSON.parse(l) as string)
     .filter((l) => l.includes('"tools/call"'));

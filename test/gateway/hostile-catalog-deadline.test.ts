@@ -9,6 +9,7 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { completeLines } from "../helpers/completeLines.js";
 import { tempDir, waitFor } from "../helpers/files.js";
 import { bundledFixture } from "../helpers/fixtureBundle.js";
 import { NODE, REPO } from "../helpers/paths.js";
@@ -44,8 +45,7 @@ function gateway(script: string): {
   peers.push(gw);
   const received = () =>
     existsSync(log)
-      ? readFileSync(log, "utf8")
-          .split("\n")
+      ? completeLines(readFileSync(log, "utf8"))
           .filter((l) => l.endsWith("}"))
           .flatMap((l) => {
             try {

@@ -11,6 +11,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { askerGateway } from "../helpers/asker.js";
+import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { RawGateway } from "../helpers/raw.js";
 
@@ -53,8 +54,7 @@ it("an elicitation/create with params by position is refused to the server (-326
   const asked = await peer.next((m) => m.method === "elicitation/create", 10_000);
   expect(asked.params).toMatchObject({ message: "which colour?" });
   const received = () =>
-    (existsSync(log) ? readFileSync(log, "utf8") : "")
-      .split("\n")
+    completeLines(existsSync(log) ? readFileSync(log, "utf8") : "")
       .filter(Boolean)
       .map((l) => JSON.parse((JSON.parse(l) as { line: string }).line) as Record<string, unknown>);
   const refusal = await waitFor(

@@ -12,6 +12,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { askerGateway } from "../helpers/asker.js";
+import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { replyGateway } from "../helpers/raw.js";
 
@@ -63,8 +64,7 @@ it("legacy era: a server's request named like elicitation/create but not it is r
       ),
   ).toEqual([]);
   const received = () =>
-    (existsSync(log) ? readFileSync(log, "utf8") : "")
-      .split("\n")
+    completeLines(existsSync(log) ? readFileSync(log, "utf8") : "")
       .filter(Boolean)
       .map((l) => JSON.parse((JSON.parse(l) as { line: string }).line) as Record<string, unknown>);
   for (const id of Object.keys(variants)) {

@@ -9,6 +9,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
+import { completeLines } from "../helpers/completeLines.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
@@ -48,9 +49,7 @@ it.each([
     );
     // a ping after it: the server's log holds everything the gateway wrote before the ping
     await gw.request("ping");
-    const forwarded = readFileSync(log, "utf8")
-      .split("\n")
-      .filter((l) => l.includes("tools/call"));
+    const forwarded = completeLines(readFileSync(log, "utf8")).filter((l) => l.includes("tools/call"));
     if (forwarded.length === 0) {
       expect(r.result?.isError).toBe(true);
       return;

@@ -13,6 +13,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { completeLines } from "../helpers/completeLines.js";
 import { waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -32,8 +33,7 @@ function start(env: Record<string, string> = {}): { gw: RawGateway; received: ()
   });
   peers.push(gw);
   const received = () =>
-    readFileSync(log, "utf8")
-      .split("\n")
+    completeLines(readFileSync(log, "utf8"))
       .filter(Boolean)
       .map((l) => JSON.parse(l) as string);
   return { gw, received };

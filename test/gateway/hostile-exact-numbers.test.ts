@@ -13,6 +13,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents } from "../helpers/approvals.js";
+import { completeLines } from "../helpers/completeLines.js";
 import { waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -42,8 +43,7 @@ async function start(): Promise<{ gw: RawGateway; received: () => string[] }> {
   await gw.initialize();
   await gw.request("tools/list");
   const received = () =>
-    readFileSync(log, "utf8")
-      .split("\n")
+    completeLines(readFileSync(log, "utf8"))
       .filter(Boolean)
       .map((l) => JSON.parse(l) as string);
   return { gw, received };

@@ -11,6 +11,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
@@ -123,7 +124,7 @@ const CHANGED = "tool catalog changed: revision";
 
 /** The pid of the server process the gateway serves now (its latest status line). */
 function servingPid(gw: RawGateway): number {
-  for (const line of gw.stderr().split("\n").reverse()) {
+  for (const line of completeLines(gw.stderr()).reverse()) {
     const m = /(?:serving .*: |new execution epoch: )pid=(\d+) epoch=(\w+)/.exec(line);
     if (m) return Number(m[1]);
   }

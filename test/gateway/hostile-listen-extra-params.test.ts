@@ -10,6 +10,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { completeLines } from "../helpers/completeLines.js";
 import { waitFor } from "../helpers/files.js";
 import { lenientListenGateway } from "../helpers/lenientListens.js";
 
@@ -35,7 +36,7 @@ describe("a 2026-07-28 listen's members beyond its filter", () => {
     // the client's listens at the server (the gateway's own, which listens to tools under the
     // client's envelope, aside)
     const theirs = () =>
-      (existsSync(methods) ? readFileSync(methods, "utf8").trim().split("\n") : [])
+      (existsSync(methods) ? completeLines(readFileSync(methods, "utf8")) : [])
         .map((l) => JSON.parse(l) as Logged)
         .filter(
           (m) =>
@@ -135,7 +136,7 @@ describe("a 2026-07-28 listen's members beyond its filter", () => {
     const { gw, methods } = lenientListenGateway(cleanup, { resources: "per-call" });
     // the client's listens at the server whose `_meta` no read would be sent with, or with a token
     const atServer = () =>
-      (existsSync(methods) ? readFileSync(methods, "utf8").trim().split("\n") : [])
+      (existsSync(methods) ? completeLines(readFileSync(methods, "utf8")) : [])
         .map((l) => JSON.parse(l) as { method: string; params?: { _meta?: unknown } })
         .filter((m) => m.method === "subscriptions/listen")
         .map((m) => m.params?._meta)

@@ -12,6 +12,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
@@ -46,7 +47,7 @@ function count(text: string, part: string): number {
 
 /** The pid of the server process the gateway serves now (its latest status line). */
 function servingPid(gw: RawGateway): number {
-  for (const line of gw.stderr().split("\n").reverse()) {
+  for (const line of completeLines(gw.stderr()).reverse()) {
     const m = /(?:serving .*: |new execution epoch: )pid=(\d+) epoch=(\w+)/.exec(line);
     if (m) return Number(m[1]);
   }
@@ -97,7 +98,7 @@ describe("a 2026-07-28 listen the gateway could not send to a new process", () =
     const received = (): { id?: unknown; method?: string }[] => {
       if (!existsSync(log)) return [];
       const out: { id?: unknown; method?: string }[] = [];
-      for (const l of readFileSync(log, "utf8").split("\n").filter(Boolean)) {
+      for (const l of completeLines(readFileSync(log, "utf8")).filter(Boolean)) {
         try {
           out.push(JSON.parse(JSON.parse(l) as string) as { id?: unknown; method?: string });
         } catch {

@@ -13,6 +13,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
@@ -64,7 +65,7 @@ function gateway(announces: boolean): RawGateway {
 
 /** The pid and epoch of the server process the gateway serves now (its latest status line). */
 function serving(gw: RawGateway): { pid: number; epoch: string } {
-  for (const line of gw.stderr().split("\n").reverse()) {
+  for (const line of completeLines(gw.stderr()).reverse()) {
     const m = /(?:serving .*: |new execution epoch: )pid=(\d+) epoch=(\w+)/.exec(line);
     if (m) return { pid: Number(m[1]), epoch: m[2]! };
   }

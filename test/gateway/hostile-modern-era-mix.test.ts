@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { consoleAddressPath, writeConsoleAddress } from "../../src/console/address.js";
 import { nextStoredRequest, storedPending } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
+import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { rawGateway } from "../helpers/raw.js";
@@ -98,8 +99,7 @@ async function probedAndRefused() {
   });
   cleanup.push(() => gw.close());
   const methods = () =>
-    (existsSync(log) ? readFileSync(log, "utf8") : "")
-      .split("\n")
+    completeLines(existsSync(log) ? readFileSync(log, "utf8") : "")
       .filter(Boolean)
       .map((l) => JSON.parse(l) as { method: string; pid: number });
   const probe = await gw.request("server/discover", { _meta: ENVELOPE }, 20_000);

@@ -10,6 +10,7 @@
 
 import { existsSync, readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
+import { completeLines } from "../helpers/completeLines.js";
 import { waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { lenientListenGateway } from "../helpers/lenientListens.js";
@@ -83,7 +84,7 @@ describe("a request tied to a task through its _meta", () => {
       },
     });
     const theirs = () =>
-      (existsSync(methods) ? readFileSync(methods, "utf8").trim().split("\n") : [])
+      (existsSync(methods) ? completeLines(readFileSync(methods, "utf8")) : [])
         .map(
           (l) =>
             JSON.parse(l) as {

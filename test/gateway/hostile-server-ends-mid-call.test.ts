@@ -9,6 +9,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitForAuditEvents } from "../helpers/auditWait.js";
+import { completeLines } from "../helpers/completeLines.js";
 import { sleep, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { scriptedCatalogGateway } from "../helpers/scriptedCatalog.js";
@@ -70,7 +71,10 @@ describe("a server that answers twice, dies mid-call, or stops talking while ali
       args: ["--label", "ends", "--approval", "none"],
       script: SCRIPT,
     });
-    const pids = () => readFileSync(join(dir, "pids"), "utf8").split("\n").filter(Boolean).map(Number);
+    const pids = () =>
+      completeLines(readFileSync(join(dir, "pids"), "utf8"))
+        .filter(Boolean)
+        .map(Number);
     await gw.request("tools/list");
     const answersTo = (id: string): WireMessage[] => gw.messages().filter((m) => m.id === id);
 

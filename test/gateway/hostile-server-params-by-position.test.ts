@@ -14,6 +14,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { askerGateway } from "../helpers/asker.js";
+import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { replyGateway } from "../helpers/raw.js";
 
@@ -69,8 +70,7 @@ it("legacy era: every request of the server's by position is refused to it (-326
   expect(peer.messages().filter((m) => m.method === "notifications/message")).toEqual([]);
 
   const received = () =>
-    (existsSync(log) ? readFileSync(log, "utf8") : "")
-      .split("\n")
+    completeLines(existsSync(log) ? readFileSync(log, "utf8") : "")
       .filter(Boolean)
       .map((l) => JSON.parse((JSON.parse(l) as { line: string }).line) as Record<string, unknown>);
   for (const [id, [method]] of Object.entries(byPosition)) {

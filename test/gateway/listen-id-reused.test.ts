@@ -12,6 +12,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents, decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { holdStoreLock } from "../helpers/lock.js";
@@ -85,7 +86,7 @@ function gateway(
 
 /** The pid and epoch of the server process the gateway serves now (its latest status line). */
 function serving(gw: RawGateway): { pid: number; epoch: string } {
-  for (const line of gw.stderr().split("\n").reverse()) {
+  for (const line of completeLines(gw.stderr()).reverse()) {
     const m = /(?:serving .*: |new execution epoch: )pid=(\d+) epoch=(\w+)/.exec(line);
     if (m) return { pid: Number(m[1]), epoch: m[2]! };
   }

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents, decideByCli, nextStoredRequest, pending } from "../helpers/approvals.js";
 import { waitForAuditEvents } from "../helpers/auditWait.js";
+import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, type WireMessage } from "../helpers/gateway.js";
 import { lenientListenGateway } from "../helpers/lenientListens.js";
@@ -76,16 +77,14 @@ function lenientGateway(env: Record<string, string> = {}): { gw: RawGateway; met
 /** The subscriptions/listen requests lenient.mjs got (the gateway's own among them). */
 function listensAt(methods: string): { method: string; params: { notifications?: unknown } }[] {
   if (!existsSync(methods)) return [];
-  return readFileSync(methods, "utf8")
-    .trim()
-    .split("\n")
+  return completeLines(readFileSync(methods, "utf8"))
     .map((l) => JSON.parse(l) as { method: string; params: { notifications?: unknown } })
     .filter((m) => m.method === "subscriptions/listen");
 }
 
 /** The pid and epoch of the server process the gateway serves now (its latest status line). */
 function serving(gw: RawGateway): { pid: number; epoch: string } {
-  for (const line of gw.stderr().split("\n").reverse()) {
+  for (const line of completeLines(gw.stderr()).reverse()) {
     const m = /(?:serving .*: |new execution epoch: )pid=(\d+) epoch=(\w+)/.exec(line);
     if (m) return { pid: Number(m[1]), epoch: m[2]! };
   }

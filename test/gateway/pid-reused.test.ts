@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
+import { completeLines } from "../helpers/completeLines.js";
 import { alive, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { canChoosePids, sleeperUnder } from "../helpers/pids.js";
 import { rawGateway } from "../helpers/raw.js";
@@ -25,7 +26,7 @@ it.skipIf(!canChoosePids())(
     });
     cleanup.push(() => gw.close());
     await waitFor(() => /supervision paused/.test(gw.stderr()), 30_000, "the crash loop to pause");
-    const pids = readFileSync(starts, "utf8").trim().split("\n").map(Number);
+    const pids = completeLines(readFileSync(starts, "utf8")).map(Number);
     const last = pids[pids.length - 1]!;
     await waitFor(() => !existsSync(`/proc/${last}`), 10_000, "the last server to be reaped");
     const other = sleeperUnder(last, (end) => cleanup.push(end));

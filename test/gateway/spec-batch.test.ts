@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { completeLines } from "../helpers/completeLines.js";
 import { tempDir } from "../helpers/files.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { rawGateway } from "../helpers/raw.js";
@@ -44,10 +45,9 @@ describe("a JSON-RPC batch from the client (2025-03-26 era)", () => {
       }
       // a request after it, answered by the server: the batch's parts never went there
       await gw.request("ping");
-      const methods = readFileSync(methodLog, "utf8")
-        .trim()
-        .split("\n")
-        .map((l) => (JSON.parse(l) as { method: string }).method);
+      const methods = completeLines(readFileSync(methodLog, "utf8")).map(
+        (l) => (JSON.parse(l) as { method: string }).method,
+      );
       expect(methods.filter((m) => m === "tools/call" || m === "notifications/roots/list_changed")).toEqual(
         [],
       );

@@ -7,6 +7,7 @@
 import { readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { completeLines } from "../helpers/completeLines.js";
 import { tempDir, waitFor } from "../helpers/files.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { rawGateway } from "../helpers/raw.js";
@@ -23,10 +24,9 @@ describe("a client that cancels its initialize (the SDK's timeout does)", () => 
     });
     const logged = () => {
       try {
-        return readFileSync(methodLog, "utf8")
-          .trim()
-          .split("\n")
-          .map((l) => JSON.parse(l) as { method: string; params: unknown });
+        return completeLines(readFileSync(methodLog, "utf8")).map(
+          (l) => JSON.parse(l) as { method: string; params: unknown },
+        );
       } catch {
         return [];
       }

@@ -10,6 +10,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { DigestCache } from "../../src/identity/cache.js";
 import { verifiedAuditEvents } from "../helpers/approvals.js";
+import { completeLines } from "../helpers/completeLines.js";
 import { tempDir, waitFor } from "../helpers/files.js";
 import { assertBuilt, hostEnv, startGateway } from "../helpers/gateway.js";
 import { CLI, FIXTURES, NODE, REPO } from "../helpers/paths.js";
@@ -122,7 +123,7 @@ describe("startup: the server starts while its identity is captured", () => {
       /zzz-last\/index\.js changed while the server was starting; starting it again/,
     );
     // two starts: the first process never got a message, the second answered
-    const pids = readFileSync(starts, "utf8").trim().split("\n").map(Number);
+    const pids = completeLines(readFileSync(starts, "utf8")).map(Number);
     expect(pids).toHaveLength(2);
     const calls = project.records();
     expect(calls).toHaveLength(1);
@@ -282,7 +283,7 @@ describe("startup: the server starts while its identity is captured", () => {
     const preload = join(REPO, "test", "catalog", "children", "logRequires.cjs");
     /** The CommonJS files a command loaded, as paths, and the packages among them. */
     const loaded = (log: string) => {
-      const files = existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean) : [];
+      const files = existsSync(log) ? completeLines(readFileSync(log, "utf8")).filter(Boolean) : [];
       const packages = new Set(
         files.flatMap((f) => {
           const m = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(f);

@@ -2,6 +2,7 @@
 import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { completeJsonLines } from "./completeLines.js";
 import { removeAtFileEnd } from "./fileDirs.js";
 
 /**
@@ -24,13 +25,14 @@ export function removeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
 }
 
-/** Parse a JSON-lines file; a missing file is an empty list. */
+/**
+ * Parse a JSON-lines file; a missing file is an empty list. Only lines a newline ended: the files
+ * read are appended by processes still running (a fixture's record, one line a write), and a read
+ * can come between a write's first bytes and its newline.
+ */
 export function readJsonLines<T = Record<string, unknown>>(path: string): T[] {
   if (!existsSync(path)) return [];
-  return readFileSync(path, "utf8")
-    .split("\n")
-    .filter((line) => line.trim() !== "")
-    .map((line) => JSON.parse(line) as T);
+  return completeJsonLines<T>(readFileSync(path, "utf8"));
 }
 
 /** Write JSON through a temp file and a rename, so a polling reader never sees half a file. */

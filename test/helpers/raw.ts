@@ -4,6 +4,7 @@
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { completeJsonLines } from "./completeLines.js";
 import { type ExitInfo, exitWithOutput } from "./exitWithOutput.js";
 import { removeDir, waitFor } from "./files.js";
 import type { WireMessage } from "./gateway.js";
@@ -249,10 +250,8 @@ export async function rawlinesGateway(
   }
   const received = () => {
     try {
-      return readFileSync(log, "utf8")
-        .split("\n")
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as string);
+      // only lines written whole: the peer may be writing the next one as this reads
+      return completeJsonLines<string>(readFileSync(log, "utf8"));
     } catch {
       return [];
     }

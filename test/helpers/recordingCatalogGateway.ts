@@ -5,6 +5,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { completeJsonLines } from "./completeLines.js";
 import { removeDir, tempDir } from "./files.js";
 import { type Session, startGateway } from "./gateway.js";
 import { FIXTURES, NODE } from "./paths.js";
@@ -72,10 +73,8 @@ export async function recordingCatalogGateway(
   await gw.client.listTools();
   const received = () =>
     existsSync(record)
-      ? readFileSync(record, "utf8")
-          .trim()
-          .split("\n")
-          .map((l) => JSON.parse(l).args as Record<string, unknown>)
+      ? // only lines written whole: the server may be writing the next one as this reads
+        completeJsonLines<{ args: Record<string, unknown> }>(readFileSync(record, "utf8")).map((l) => l.args)
       : [];
   return { stateDir, gw, toolsFile, record, received };
 }

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { completeLines } from "./completeLines.js";
 import { removeDir, tempDir } from "./files.js";
 import { bundledFixture } from "./fixtureBundle.js";
 import { NODE, REPO } from "./paths.js";
@@ -33,6 +34,7 @@ export async function scriptedCatalogGateway(o: {
   const gw = rawGateway(o.configure ? { args, cwd: dir, env } : { args, env });
   o.cleanup.push(() => gw.close());
   await gw.initialize();
-  const received = () => (existsSync(log) ? readFileSync(log, "utf8") : "").split("\n").filter(Boolean);
+  // only lines written whole: the server may be writing the next one as this reads
+  const received = () => completeLines(existsSync(log) ? readFileSync(log, "utf8") : "").filter(Boolean);
   return { gw, dir, received };
 }

@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { completeLines } from "../helpers/completeLines.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
 import { startListener } from "./listen.js";
@@ -38,8 +39,7 @@ describe("integers in a call's arguments over HTTP", () => {
     };
     await post('{"jsonrpc":"2.0","id":1,"method":"tools/list"}');
     const calls = () =>
-      readFileSync(log, "utf8")
-        .split("\n")
+      completeLines(readFileSync(log, "utf8"))
         .filter(Boolean)
         .map((x) => JSON.parse(x) as string)
         .filter((x) => x.includes('"method":"tools/call"'));

@@ -9,6 +9,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { completeLines } from "../helpers/completeLines.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
 import { startListener } from "./listen.js";
@@ -35,8 +36,7 @@ async function listener(env: Record<string, string> = {}) {
   });
   cleanup.push(() => l.close());
   const received = () =>
-    readFileSync(log, "utf8")
-      .split("\n")
+    completeLines(readFileSync(log, "utf8"))
       .filter(Boolean)
       .map((x) => JSON.parse(x) as string);
   return { l, received };

@@ -11,6 +11,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type Listener, startListener } from "./listen.js";
@@ -119,7 +120,7 @@ describe("a subscriptions/listen the server ends by answering it (run --listen)"
     cleanup.push(() => l.close());
     const received = (): Message[] => {
       const out: Message[] = [];
-      for (const line of readFileSync(log, "utf8").split("\n").filter(Boolean)) {
+      for (const line of completeLines(readFileSync(log, "utf8")).filter(Boolean)) {
         try {
           out.push(JSON.parse(JSON.parse(line) as string) as Message);
         } catch {

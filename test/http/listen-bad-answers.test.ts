@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { startListener } from "./listen.js";
@@ -76,7 +77,7 @@ describe("a client's answer the front refuses", () => {
     // what reached the server: an error answer to each of its requests, under its own id
     const answers = () => {
       const out = new Map<string, { error?: { data?: { error?: string } } }>();
-      for (const line of readFileSync(rawLog, "utf8").split("\n").filter(Boolean)) {
+      for (const line of completeLines(readFileSync(rawLog, "utf8")).filter(Boolean)) {
         const m = JSON.parse(JSON.parse(line) as string) as {
           id?: unknown;
           method?: string;

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { rawIdOf } from "../../src/relay/idScan.js";
 import { auditEvents } from "../helpers/approvals.js";
+import { completeLines } from "../helpers/completeLines.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -221,7 +222,7 @@ describe("HTTP ids are kept as the client wrote them", () => {
     const answers = () => {
       const out = new Map<string, string>();
       if (!existsSync(rawLog)) return out;
-      for (const line of readFileSync(rawLog, "utf8").split("\n").filter(Boolean)) {
+      for (const line of completeLines(readFileSync(rawLog, "utf8")).filter(Boolean)) {
         const text = JSON.parse(line) as string;
         const m = JSON.parse(text) as { method?: string; result?: { marker?: string } };
         if (m.method === undefined && m.result?.marker) out.set(m.result.marker, text);

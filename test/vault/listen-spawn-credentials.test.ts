@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, describe, expect, it } from "vitest";
+import { completeLines } from "../helpers/completeLines.js";
 import { waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
@@ -69,8 +70,7 @@ describe("run --listen: what each session's server process was spawned with", ()
     });
     cleanup.push(() => l.close());
     const startsSeen = () =>
-      readFileSync(starts, "utf8")
-        .split("\n")
+      completeLines(readFileSync(starts, "utf8"))
         .filter(Boolean)
         .map((line) => JSON.parse(line) as { watcher: number; pid: number });
 
