@@ -6,8 +6,11 @@
 import { existsSync, realpathSync } from "node:fs";
 import { isAbsolute, join, resolve, sep } from "node:path";
 import { homeDirectory } from "../util/xdg.js";
-import { absoluteAlternative, rangeGroup } from "./includeGroups.js";
+import { expansions } from "./includeBases.js";
+import { climbingGroup } from "./includeClimb.js";
+import { absoluteAlternative, homeGroup, rangeGroup } from "./includeGroups.js";
 import { GLOB_CHARS, tooWide } from "./includeReach.js";
+import { groupDepth, parse, scanGroups } from "./includeScan.js";
 
 // a pattern is a glob when it has one of these (includeReach.ts keeps them: it needs them too)
 export { GLOB_CHARS };
@@ -77,46 +80,17 @@ function expandHome(pattern: string): string {
   return pattern;
 }
 
-/** Brackets and braces that open and close in order; a glob that does not is malformed. */
-function balanced(pattern: string): boolean {
-  const stack: string[] = [];
-  const pairs: Record<string, string> = { "]": "[", "}": "{", ")": "(" };
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i]!;
-    if (c === "\\") {
-      i++;
-      continue;
-    }
-    if (c === "[" || c === "{" || c === "(") stack.push(c);
-    else if (c in pairs) {
-      if (stack.pop() !== pairs[c]) return false;
-    }
-  }
-  return stack.length === 0;
-}
-
 /** How deep a pattern may nest its groups (`{…}`, `(…)`): far past any real one. */
 const MAX_GROUP_DEPTH = 32;
-
-/** The deepest nesting of `{`/`(` groups in `pattern` (escaped characters skipped). */
-function groupDepth(pattern: string): number {
-  let depth = 0;
-  let most = 0;
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i];
-    if (c === "\\") i++;
-    else if (c === "{" || c === "(") most = Math.max(most, ++depth);
-    else if (c === "}" || c === ")") depth--;
-  }
-  return most;
-}
 
 /**
  * The patterns with `~` expanded, each checked: refused (IncludeError naming `where`, the flag or
  * config key, and the pattern) when empty, malformed, a plain path that does not exist, one that an
  * alternative of its opening group makes absolute (includeGroups.ts: it can never match), one with
- * `..` in a brace group of alternatives (read as a range), one nesting groups too deep, or one whose
- * walk reaches the whole file system, a top-level directory or the home directory (includeReach.ts).
+ * `..` in a brace group of alternatives (read as a range), one with `~` in a group, one whose group
+ * makes a `..` segment (includeClimb.ts), one nesting groups too deep, or one whose walk (each
+ * alternative's) reaches the whole file system, a top-level directory or the home directory
+ * (includeReach.ts). Groups and escapes are read as the glob library reads them (includeScan.ts).
  * Relative patterns stay relative to `cwd`; absolute ones stay absolute and are watched there.
  */
 export function checkIncludes(patterns: readonly string[], cwd: string, where: string): string[] {
@@ -130,10 +104,11 @@ export function checkIncludes(patterns: readonly string[], cwd: string, where: s
       throw bad("names another user's home directory (~user); give an absolute path");
     }
     const body = p.startsWith("!") ? p.slice(1) : p;
-    if (!balanced(body)) throw bad("is not a valid glob (an unclosed [, { or ( )");
+    const scan = scanGroups(body);
+    if (scan === null) throw bad("is not a valid glob (an unclosed [, { or ( )");
     // the group checks below read the pattern recursively: a pattern nesting thousands of groups
     // ended `run` on a stack overflow (exit 70) instead of a sentence
-    if (groupDepth(body) > MAX_GROUP_DEPTH)
+    if (groupDepth(scan) > MAX_GROUP_DEPTH)
       throw bad(`nests groups more than ${MAX_GROUP_DEPTH} deep; give a simpler pattern`);
     const absolute = absoluteAlternative(body);
     if (absolute !== null) {
@@ -147,9 +122,24 @@ export function checkIncludes(patterns: readonly string[], cwd: string, where: s
         `does not match what it lists: the glob library reads the group ${range}, which holds "..", as a range such as {1..3}, a class of single characters; give each alternative as a pattern of its own`,
       );
     }
+    const home = homeGroup(body);
+    if (home !== null) {
+      throw bad(
+        `has ~ inside the group ${home}: ~ is the home directory only at the start of a pattern, and in a group the glob library reads it as a folder named ~ in the working directory; give each home path as a pattern of its own (such as ~/a/**), or the group after ~/ (such as ~/{a,b}/**)`,
+      );
+    }
+    const climbing = climbingGroup(parse(body)!);
+    if (climbing !== null) {
+      throw bad(
+        `can never match what its group ${climbing} lists with "..": the glob library matches a group's alternatives only below the directory the group is in, never climbing out of it; give each alternative that climbs as a pattern of its own, opening with its .. (such as ../shared/**)`,
+      );
+    }
     if (!p.startsWith("!")) {
-      const wide = tooWide(body, cwd);
-      if (wide !== null) throw bad(wide);
+      // each alternative of a group as its own pattern: `~/{a,b}/**` walks ~/a and ~/b, not the home
+      for (const one of expansions(body)) {
+        const wide = tooWide(one, cwd);
+        if (wide !== null) throw bad(wide);
+      }
     }
     if (!GLOB_CHARS.test(body) && !p.startsWith("!")) {
       const abs = isAbsolute(body) ? body : join(cwd, body);

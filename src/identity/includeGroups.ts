@@ -7,101 +7,22 @@
 // include.ts refuses it, naming the absolute path it meant; each absolute path is its own pattern.
 // So too a brace group of alternatives holding `..` (`{plugins,../shared}/**`): picomatch reads
 // any `..` in braces as a range (`{1..3}`), and the group as a class of single characters.
+// And a group with `~` at an alternative's start: the home only at a pattern's start (include.ts).
 
-/** A pattern as literal characters and groups of alternatives (each again such a sequence). */
-type Item = { ch: string; src: string } | { alts: Item[][]; optional: boolean; brace: boolean; src: string };
-
-/** Where the group opened at `open` closes (its matching `}` or `)`), or -1. */
-function closing(s: string, open: number): number {
-  let depth = 0;
-  for (let i = open; i < s.length; i++) {
-    const c = s[i]!;
-    if (c === "\\") i++;
-    else if (c === "{" || c === "(") depth++;
-    else if (c === "}" || c === ")") {
-      depth--;
-      if (depth === 0) return i;
-    }
-  }
-  return -1;
-}
-
-/** The top-level alternatives of the group's inside, split at `sepChar`. */
-function alternatives(inside: string, sepChar: string): string[] {
-  const out: string[] = [];
-  let depth = 0;
-  let start = 0;
-  for (let i = 0; i < inside.length; i++) {
-    const c = inside[i]!;
-    if (c === "\\") i++;
-    else if (c === "{" || c === "(") depth++;
-    else if (c === "}" || c === ")") depth--;
-    else if (c === sepChar && depth === 0) {
-      out.push(inside.slice(start, i));
-      start = i + 1;
-    }
-  }
-  out.push(inside.slice(start));
-  return out;
-}
-
-/**
- * The pattern's items. A brace group is one with a top-level comma (`{a}` and a range `{1..3}` are
- * one literal item each); a parenthesised one (extglob `@(…)`, `?(…)`, `*(…)`, `+(…)`, or bare) is
- * split at `|`, and `?(…)`, `*(…)` may also be nothing. Everything else is a literal character.
- */
-function parse(s: string): Item[] {
-  const items: Item[] = [];
-  for (let i = 0; i < s.length; i++) {
-    const c = s[i]!;
-    if (c === "\\") {
-      items.push({ ch: s.slice(i, i + 2), src: s.slice(i, i + 2) });
-      i++;
-      continue;
-    }
-    const ext = "@?*+".includes(c) && s[i + 1] === "(";
-    const open = ext ? i + 1 : i;
-    if (s[open] === "{" || s[open] === "(") {
-      const end = closing(s, open);
-      const parts = end < 0 ? [] : alternatives(s.slice(open + 1, end), s[open] === "{" ? "," : "|");
-      if (end >= 0 && (s[open] === "(" || parts.length > 1)) {
-        items.push({
-          alts: parts.map(parse),
-          optional: ext && (c === "?" || c === "*"),
-          brace: s[open] === "{",
-          src: s.slice(i, end + 1),
-        });
-        i = end;
-        continue;
-      }
-      // a range (`{1..3}`), one item: its dots are not a `..` of the group around it
-      if (end >= 0 && s[open] === "{" && !ext) {
-        items.push({ ch: s.slice(i, end + 1), src: s.slice(i, end + 1) });
-        i = end;
-        continue;
-      }
-    }
-    items.push({ ch: c, src: c });
-  }
-  return items;
-}
-
-/** The text of `items` as written. */
-function raw(items: Item[]): string {
-  return items.map((it) => it.src).join("");
-}
+import { type Item, parse, raw } from "./includeScan.js";
 
 /**
  * An expansion of `items` that is an absolute path: the alternatives chosen up to its first `/`,
  * the rest as written (`/usr/**` of `{/usr,/opt}/**`); null when no expansion starts with `/`.
  */
-function absoluteExpansion(items: Item[]): string | null {
+function absoluteExpansion(items: Item[], top: boolean): string | null {
   for (let k = 0; k < items.length; k++) {
     const item = items[k]!;
     const rest = raw(items.slice(k + 1));
-    if ("ch" in item) return item.ch === "/" ? item.ch + rest : null;
+    // `\/usr/**` opens with no group: no absolute path of an alternative (and it never matches)
+    if ("ch" in item) return item.ch === "/" && !top ? item.ch + rest : null;
     for (const alt of item.alts) {
-      const abs = absoluteExpansion(alt);
+      const abs = absoluteExpansion(alt, false);
       if (abs !== null) return abs + rest;
     }
     // an alternative that can be nothing leaves the next item at the start
@@ -119,12 +40,22 @@ function canBeEmpty(items: Item[]): boolean {
  * it (`/usr/**` of `{/usr,/opt}/**`), or null when it is absolute itself or none does.
  */
 export function absoluteAlternative(body: string): string | null {
-  return body.startsWith("/") ? null : absoluteExpansion(parse(body));
+  const items = body.startsWith("/") ? null : parse(body);
+  return items === null ? null : absoluteExpansion(items, true);
 }
 
-/** Whether the alternative holds `..` of its own (not in a group inside it). */
+function isDot(it: Item | undefined): boolean {
+  return it !== undefined && "ch" in it && it.ch === ".";
+}
+
+/**
+ * Whether the alternative holds `..` of its own brace group: picomatch gives dots to the innermost
+ * brace open, so also those in a parenthesised group inside it (`{@(..),a}`), not in a brace group.
+ */
 function dotDot(items: Item[]): boolean {
-  return items.some((it, j) => "ch" in it && it.ch === "." && items[j + 1]?.src === ".");
+  return items.some(
+    (it, j) => (isDot(it) && isDot(items[j + 1])) || ("alts" in it && !it.brace && it.alts.some(dotDot)),
+  );
 }
 
 /** The innermost brace group of alternatives in `items` that holds `..`, as written, or null. */
@@ -145,5 +76,29 @@ function rangeLike(items: Item[]): string | null {
  * glob library reads as a range of single characters, not as its alternatives; or null.
  */
 export function rangeGroup(body: string): string | null {
-  return rangeLike(parse(body));
+  const items = parse(body);
+  return items === null ? null : rangeLike(items);
+}
+
+/** The first group in `items` with an alternative opening with `~`, as written, or null. */
+function homeLike(items: Item[]): string | null {
+  for (const item of items) {
+    if ("ch" in item) continue;
+    if (item.alts.some((alt) => alt[0] !== undefined && "ch" in alt[0] && alt[0].ch === "~")) return item.src;
+    for (const alt of item.alts) {
+      const inner = homeLike(alt);
+      if (inner !== null) return inner;
+    }
+  }
+  return null;
+}
+
+/**
+ * A group with an alternative opening with `~` (`{~/a,~/b}`), or null. `~` is the home directory
+ * only at the start of a pattern (include.ts); in a group the glob library reads it as a folder
+ * named `~`, and the home made of it there would be an absolute alternative, which never matches.
+ */
+export function homeGroup(body: string): string | null {
+  const items = parse(body);
+  return items === null ? null : homeLike(items);
 }
