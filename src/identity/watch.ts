@@ -12,6 +12,7 @@ import { changedSinceCapture } from "./asCaptured.js";
 import { NODE_MODULES_SKIP } from "./capture.js";
 import { loadedGlob } from "./glob.js";
 import { GLOB_CHARS, inStateDirReal } from "./include.js";
+import { expansions } from "./includeBases.js";
 import { type IncludeMatches, matchIncludes } from "./includeMatch.js";
 import { PACKAGE_SKIP } from "./linked.js";
 import { pathsTo } from "./pathsTo.js";
@@ -42,8 +43,8 @@ export interface WatchedDir {
 function includeDirs(cwd: string, patterns: string[]): { files: string[]; dirs: IncludeDir[] } {
   const files: string[] = [];
   const dirs: IncludeDir[] = [];
-  for (const pattern of patterns) {
-    if (pattern.startsWith("!")) continue;
+  // Each alternative of a group from its own base: `{plugins,lib}/**` watched all of cwd (includeBases.ts).
+  for (const pattern of patterns.flatMap((p) => (p.startsWith("!") ? [] : expansions(p)))) {
     // An absolute pattern (a plugin outside the project) is watched where it is, not under cwd.
     const base = isAbsolute(pattern) ? "/" : cwd;
     const segs = pattern.split("/").filter((x) => x !== "" && x !== ".");
