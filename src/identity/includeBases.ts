@@ -45,5 +45,7 @@ function expand(items: Item[]): string[] | null {
 export function expansions(pattern: string): string[] {
   const items = parse(pattern);
   const e = items === null ? null : expand(items);
-  return e === null ? [pattern] : [...new Set(e)];
+  // one made absolute by a group never matches (include.ts refuses it): never a base of `/`
+  if (e === null || (!pattern.startsWith("/") && e.some((x) => x.startsWith("/")))) return [pattern];
+  return [...new Set(e)];
 }

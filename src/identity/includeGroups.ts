@@ -20,7 +20,7 @@ function absoluteExpansion(items: Item[], top: boolean): string | null {
     const item = items[k]!;
     const rest = raw(items.slice(k + 1));
     // `\/usr/**` opens with no group: no absolute path of an alternative (and it never matches)
-    if ("ch" in item) return item.ch === "/" && !top ? item.ch + rest : null;
+    if ("ch" in item) return item.ch === "/" && !(top && k === 0) ? item.ch + rest : null;
     for (const alt of item.alts) {
       const abs = absoluteExpansion(alt, false);
       if (abs !== null) return abs + rest;
