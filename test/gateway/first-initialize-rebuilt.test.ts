@@ -54,9 +54,14 @@ describe("a client's first initialize lost to a rebuild", () => {
       FIXTURE_STARTS: starts,
     });
     await loggedMethod(methods, "held initialize", "the first worker holding the initialize");
-    const { watcher: watcherPid, pid: workerPid } = readJsonLines<{ watcher: number; pid: number }>(
-      starts,
-    )[0]!;
+    // the watcher's line for it, waited for too: the watcher writes it as spawn() returns, in its
+    // own process, with no order against what the worker logs
+    const workers = () => readJsonLines<{ watcher: number; pid: number }>(starts);
+    const { watcher: watcherPid, pid: workerPid } = await waitFor(
+      () => workers()[0],
+      20_000,
+      "the watcher's line for the first worker",
+    );
     // the gateway has seen the worker on its pipe (its idle poll, or the initialize's arrival)
     await waitFor(
       () => peer.stderr().includes(`before its first answer, process ${workerPid} `) || undefined,
@@ -86,14 +91,14 @@ describe("a client's first initialize lost to a rebuild", () => {
     });
     const list = await peer.request("tools/list", undefined, 20_000);
     expect(list.result, JSON.stringify(list)).toMatchObject({ tools: expect.any(Array) });
-    const workers = readJsonLines<{ pid: number }>(starts).map((s) => s.pid);
-    expect(workers).toHaveLength(2);
+    const second = await waitFor(() => workers()[1]?.pid, 20_000, "the watcher's line for the second worker");
+    expect(workers()).toHaveLength(2);
     // the new worker got no replayed handshake: the gateway's probe (the ping it wrote behind the
     // lost initialize, answered first), then the client's own initialize, then the rest
-    const second = readJsonLines<{ pid: number; method: string }>(methods)
-      .filter((m) => m.pid === workers[1])
+    const read = readJsonLines<{ pid: number; method: string }>(methods)
+      .filter((m) => m.pid === second)
       .map((m) => m.method);
-    expect(second).toEqual(["ping", "initialize", "notifications/initialized", "tools/list"]);
+    expect(read).toEqual(["ping", "initialize", "notifications/initialized", "tools/list"]);
     const events = await auditEvents(peer.stateDir);
     expect(events.filter((e) => e.type === "server_replaced").length, JSON.stringify(events)).toBe(1);
   }, 90_000);
@@ -125,6 +130,19 @@ describe("a client's first initialize lost to a rebuild", () => {
     process.kill(watcherPid, "SIGHUP"); // killed before it read a byte; the next one reads nothing yet
     await waitFor(() => workers().length === 2 || undefined, 20_000, "the second worker");
     const second = workers()[1]!.pid;
+    const readBy = (pid: number) =>
+      readJsonLines<{ pid: number; method: string }>(methods)
+        .filter((m) => m.pid === pid)
+        .map((m) => m.method);
+    // The watcher writes its line as spawn() returns, before the worker ran any of its own code (the
+    // gateway sees the swap then too: the new process holds the pipe from its execve()). The gate
+    // holds a worker only if the file is there when its code starts: removed before that, the worker
+    // reads at once, and its log lacks the line that says it waited (a loaded machine's red).
+    await waitFor(
+      () => readBy(second).includes("read gate closed") || undefined,
+      20_000,
+      "the second worker waiting at the read gate",
+    );
     // the swap seen (and the gateway's probe written behind the initialize) while nothing is read
     await waitFor(
       () =>
@@ -141,18 +159,8 @@ describe("a client's first initialize lost to a rebuild", () => {
       serverInfo: { name: "lenient-fixture" },
     });
     // the second worker read the initialize first, then the probe, and answered them in that order
-    await waitFor(
-      () =>
-        readJsonLines<{ pid: number; method: string }>(methods).some(
-          (m) => m.pid === second && m.method === "ping",
-        ) || undefined,
-      20_000,
-      "the probe read",
-    );
-    const read = readJsonLines<{ pid: number; method: string }>(methods)
-      .filter((m) => m.pid === second)
-      .map((m) => m.method);
-    expect(read.slice(0, 3)).toEqual(["read gate closed", "initialize", "ping"]);
+    await waitFor(() => readBy(second).includes("ping") || undefined, 20_000, "the probe read");
+    expect(readBy(second).slice(0, 3)).toEqual(["read gate closed", "initialize", "ping"]);
     peer.send({ jsonrpc: "2.0", method: "notifications/initialized" });
     const list = await peer.request("tools/list", undefined, 20_000);
     expect(list.result, JSON.stringify(list)).toMatchObject({ tools: expect.any(Array) });
