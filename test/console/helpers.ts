@@ -11,7 +11,7 @@ import { getRequest } from "../../src/approval/requests.js";
 import { readConsoleAddress } from "../../src/console/address.js";
 import { openStoreToRead } from "../../src/store/db.js";
 import { waitForPending } from "../helpers/approvals.js";
-import { exitWithOutput } from "../helpers/exitWithOutput.js";
+import { capture } from "../helpers/exitWithOutput.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { hostEnv, startGateway } from "../helpers/gateway.js";
 import { CLI, FIXTURES, NODE } from "../helpers/paths.js";
@@ -47,31 +47,22 @@ export async function startConsoleProcess(
     cwd,
     stdio: ["ignore", "pipe", "pipe"],
   });
-  let out = "";
-  // decoded as streams: a chunk can end inside a character of several bytes
-  child.stdout!.setEncoding("utf8");
-  child.stderr!.setEncoding("utf8");
-  child.stdout!.on("data", (d: string) => {
-    out += d;
-  });
-  child.stderr!.on("data", (d: string) => {
-    out += d;
-  });
   // exited once its output is read to the end too: a test reads output() once it has exited
-  const exited = exitWithOutput(child).then(({ code }) => code);
+  const output = capture(child);
+  const exited = output.exited.then(({ code }) => code);
   const address = await waitFor(
     () => {
       const a = readConsoleAddress(stateDir);
       return a && a.pid === child.pid ? a : null;
     },
     15_000,
-    `the console to start (${out})`,
+    `the console to start (${output.both()})`,
   );
   return {
     url: address.url,
     pid: child.pid!,
     exited,
-    output: () => out,
+    output: output.both,
     async stop() {
       if (child.exitCode === null) child.kill("SIGTERM");
       await exited;

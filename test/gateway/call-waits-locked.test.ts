@@ -5,13 +5,11 @@
 // lock is given back (the mark kept and tried again), as `approvals --json` then shows.
 import { afterEach, describe, expect, it } from "vitest";
 import { openStoreToRead } from "../../src/store/db.js";
-import { catalogFile, DEPLOY_TOOL } from "../console/helpers.js";
 import { nextStoredRequest } from "../helpers/approvals.js";
-import { tempDir, waitFor } from "../helpers/files.js";
+import { deployGateway } from "../helpers/deployGateway.js";
+import { waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { holdStoreLock } from "../helpers/lock.js";
-import { FIXTURES, NODE } from "../helpers/paths.js";
-import { rawGateway } from "../helpers/raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -34,17 +32,7 @@ function callWaitOf(stateDir: string, request: string): string | null {
 
 describe("a call cancelled while another process holds the store's lock", () => {
   it("is over at once; its request's row says so once the lock is given back", async () => {
-    const gw = rawGateway({
-      args: ["--label", "shop", "--approval", "session", "--approval-timeout", "600000"].concat([
-        "--",
-        NODE,
-        FIXTURES.catalog,
-      ]),
-      env: { FIXTURE_CATALOG: catalogFile(tempDir("portcullis-call-waits-locked-"), [DEPLOY_TOOL]) },
-    });
-    cleanup.push(() => gw.close());
-    await gw.initialize();
-    expect((await gw.request("tools/list")).result).toBeDefined();
+    const gw = await deployGateway("session", 600_000, cleanup);
     gw.send({
       jsonrpc: "2.0",
       id: "first",

@@ -8,12 +8,12 @@
 import { spawn } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore, openStoreToRead } from "../../src/store/db.js";
-import { catalogFile, DEPLOY_TOOL } from "../console/helpers.js";
 import { nextStoredRequest } from "../helpers/approvals.js";
-import { tempDir, waitFor } from "../helpers/files.js";
+import { deployGateway } from "../helpers/deployGateway.js";
+import { waitFor } from "../helpers/files.js";
 import { hostEnv, runCli } from "../helpers/gateway.js";
-import { CLI, FIXTURES, NODE } from "../helpers/paths.js";
-import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { CLI, NODE } from "../helpers/paths.js";
+import type { RawGateway } from "../helpers/raw.js";
 import { passphraseEnv } from "../helpers/state.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -30,28 +30,8 @@ interface Listed {
   callLeft: { at: string; how: string } | null;
 }
 
-async function guarded(mode: "session" | "per-call", holdMs: number): Promise<RawGateway> {
-  const tools = catalogFile(tempDir("portcullis-call-waits-"), [DEPLOY_TOOL]);
-  const gw = rawGateway({
-    args: [
-      "--label",
-      "shop",
-      "--approval",
-      mode,
-      "--approval-timeout",
-      String(holdMs),
-      "--request-ttl",
-      "600000",
-      "--",
-      NODE,
-      FIXTURES.catalog,
-    ],
-    env: { FIXTURE_CATALOG: tools },
-  });
-  cleanup.push(() => gw.close());
-  await gw.initialize();
-  expect((await gw.request("tools/list")).result).toBeDefined();
-  return gw;
+function guarded(mode: "session" | "per-call", holdMs: number): Promise<RawGateway> {
+  return deployGateway(mode, holdMs, cleanup, ["--request-ttl", "600000"]);
 }
 
 function call(gw: RawGateway, id: string): void {

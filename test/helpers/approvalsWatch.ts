@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { completeJsonLines } from "./completeLines.js";
+import { capture } from "./exitWithOutput.js";
 import { hostEnv } from "./gateway.js";
 import { CLI, NODE } from "./paths.js";
 
@@ -27,23 +28,13 @@ export function watchApprovalsJson(
     env: hostEnv(o.env),
     stdio: ["ignore", "pipe", "pipe"],
   });
-  let out = "";
-  let err = "";
-  // (decoded as a stream: a chunk can also end inside a character of several bytes)
-  child.stdout!.setEncoding("utf8");
-  child.stderr!.setEncoding("utf8");
-  child.stdout!.on("data", (c: string) => {
-    out += c;
-  });
-  child.stderr!.on("data", (c: string) => {
-    err += c;
-  });
+  const { out, err } = capture(child);
   // "close", not "exit": exit can come while the end of stderr is still unread in the pipe, and a
   // test that reads err() once exited has resolved would miss its last line
   const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
   cleanup.push(() => {
     if (child.exitCode === null) child.kill("SIGKILL");
   });
-  const lines = <T>() => completeJsonLines<T>(out);
-  return { child, out: () => out, err: () => err, lines, exited };
+  const lines = <T>() => completeJsonLines<T>(out());
+  return { child, out, err, lines, exited };
 }

@@ -60,3 +60,34 @@ function ended(stream: Readable): Promise<void> {
 export function pipesOf(child: ChildProcess): Readable[] {
   return [child.stdout, child.stderr].filter((s): s is Readable => s !== null);
 }
+
+/** What `capture` has read of a child so far, and its end. */
+export interface Captured {
+  /** its stdout so far */
+  out(): string;
+  /** its stderr so far */
+  err(): string;
+  /** both, in the order this process read them (not always the order written: two pipes) */
+  both(): string;
+  /** its exit, once its output is read to the end too (exitWithOutput) */
+  exited: Promise<ExitInfo>;
+}
+
+/**
+ * Reads `child`'s stdout and stderr (those that are pipes) as text, decoded as streams (a chunk
+ * can end inside a character of several bytes). Call it right after the spawn.
+ */
+export function capture(child: ChildProcess): Captured {
+  let out = "";
+  let err = "";
+  let both = "";
+  child.stdout?.setEncoding("utf8").on("data", (s: string) => {
+    out += s;
+    both += s;
+  });
+  child.stderr?.setEncoding("utf8").on("data", (s: string) => {
+    err += s;
+    both += s;
+  });
+  return { out: () => out, err: () => err, both: () => both, exited: exitWithOutput(child) };
+}

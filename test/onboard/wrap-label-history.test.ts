@@ -10,7 +10,7 @@ import { parse as parseJsonc } from "jsonc-parser";
 import { parse as parseToml } from "smol-toml";
 import { describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
-import { exitWithOutput } from "../helpers/exitWithOutput.js";
+import { capture } from "../helpers/exitWithOutput.js";
 import { waitFor } from "../helpers/files.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
@@ -30,17 +30,10 @@ async function runOnce(u: FakeUser, entry: Doc): Promise<void> {
     env: { ...(entry.env ?? {}), PORTCULLIS_CACHE_DIR: join(u.root, "cache") },
     stdio: ["pipe", "pipe", "pipe"],
   });
-  let out = "";
-  let err = "";
-  child.stdout.setEncoding("utf8").on("data", (d: string) => {
-    out += d;
-  });
-  child.stderr.setEncoding("utf8").on("data", (d: string) => {
-    err += d;
-  });
+  const { out, err, exited: end } = capture(child);
   // ended once its output is read to the end too: what it said before it exited is all there
   let ended = false;
-  const exited = exitWithOutput(child).then(() => {
+  const exited = end.then(() => {
     ended = true;
   });
   const send = (m: object) => child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", ...m })}\n`);
@@ -52,8 +45,8 @@ async function runOnce(u: FakeUser, entry: Doc): Promise<void> {
     });
     send({ method: "notifications/initialized" });
     send({ id: 2, method: "tools/list", params: {} });
-    await waitFor(() => out.includes('"id":2') || ended, 20_000, "the tools/list answer");
-    expect(out, `stderr:\n${err}`).toContain('"id":2');
+    await waitFor(() => out().includes('"id":2') || ended, 20_000, "the tools/list answer");
+    expect(out(), `stderr:\n${err()}`).toContain('"id":2');
   } finally {
     child.kill();
     await exited;

@@ -12,7 +12,7 @@ import { parse as parseJsonc } from "jsonc-parser";
 import { describe, expect, it } from "vitest";
 import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { completeLines } from "../helpers/completeLines.js";
-import { exitWithOutput } from "../helpers/exitWithOutput.js";
+import { capture } from "../helpers/exitWithOutput.js";
 import { waitFor } from "../helpers/files.js";
 import { hostEnv } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
@@ -31,26 +31,19 @@ function startEntry(entry: Doc, cwd: string) {
     env: hostEnv(),
     stdio: ["pipe", "pipe", "pipe"],
   });
-  let out = "";
-  let err = "";
-  child.stdout.setEncoding("utf8").on("data", (d: string) => {
-    out += d;
-  });
-  child.stderr.setEncoding("utf8").on("data", (d: string) => {
-    err += d;
-  });
+  const { out, err, exited: end } = capture(child);
   // ended once its output is read to the end too: what it said before it exited is all there
   let ended = false;
-  const exited = exitWithOutput(child).then(() => {
+  const exited = end.then(() => {
     ended = true;
   });
   // only lines written whole: a chunk can end inside an answer's line, after its "id"
-  const answerLine = (id: number) => completeLines(out).find((l) => l.includes(`"id":${id}`));
+  const answerLine = (id: number) => completeLines(out()).find((l) => l.includes(`"id":${id}`));
   const send = (m: object) => child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", ...m })}\n`);
   const answer = async (id: number): Promise<Doc> => {
     await waitFor(() => answerLine(id) !== undefined || ended, 30_000, `the answer ${id}`);
     const line = answerLine(id);
-    expect(line, `stderr:\n${err}`).toBeDefined();
+    expect(line, `stderr:\n${err()}`).toBeDefined();
     return JSON.parse(line!);
   };
   send({
