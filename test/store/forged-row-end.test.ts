@@ -147,15 +147,36 @@ it("a session grant of a run whose row another process ended covers nothing: the
   const after = await call(gw, "after");
   expect(after.error, "went out under the grant of an ended run").toBeDefined();
   expect(JSON.stringify(after.error)).toContain("agent run ended");
-  const db = new Database(join(stateDir, "portcullis.db"), { readonly: true });
-  const live = db
-    .prepare("SELECT COUNT(*) FROM grants WHERE agent_run = ? AND ended_at IS NULL AND revoked_at IS NULL")
-    .pluck()
-    .get(run);
-  const pending = db.prepare("SELECT COUNT(*) FROM approval_requests WHERE state = 'pending'").pluck().get();
-  db.close();
-  expect(live).toBe(0);
-  expect(pending).toBe(0);
+  // The run's end is recorded with the audit's next group, whose condition ends its grants and
+  // pending requests; the refusal does not wait for that group (a loaded CI machine read the
+  // grant still live right after the answer). The call was refused either way; the rows end.
+  const liveOrPending = () => {
+    const db = new Database(join(stateDir, "portcullis.db"), { readonly: true });
+    try {
+      const live = db
+        .prepare(
+          "SELECT COUNT(*) FROM grants WHERE agent_run = ? AND ended_at IS NULL AND revoked_at IS NULL",
+        )
+        .pluck()
+        .get(run);
+      const pending = db
+        .prepare("SELECT COUNT(*) FROM approval_requests WHERE state = 'pending'")
+        .pluck()
+        .get();
+      return { live, pending };
+    } finally {
+      db.close();
+    }
+  };
+  await waitFor(
+    () => {
+      const { live, pending } = liveOrPending();
+      return live === 0 && pending === 0;
+    },
+    10_000,
+    "the ended run's grants and pending requests to end",
+  ).catch(() => undefined);
+  expect(liveOrPending()).toEqual({ live: 0, pending: 0 });
   await ended(gw);
   const s = (await sessions(stateDir)).find((e) => e.run === run)!;
   expect(s.endReason).toBe("ended_in_store");
