@@ -15,18 +15,17 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { argumentsDigest } from "../../src/audit/events.js";
 import { verifiedAuditEvents } from "../helpers/approvals.js";
-import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { readJsonLines, removeDir, tempDir } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { killWithReplayHeld, newEpoch } from "../helpers/replayHeld.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup = [];
 });
-
-const newEpoch = (gw: RawGateway) => /new execution epoch: .* epoch=(\w+) \(was /.exec(gw.stderr())?.[1];
 
 const MODERN_META = {
   "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -59,14 +58,7 @@ async function heldBehindReplay() {
   const logged = () =>
     existsSync(methodLog) ? readJsonLines<{ method: string; pid: number }>(methodLog) : [];
   const serverPid = logged().find((l) => l.method === "initialize")!.pid;
-  writeFileSync(hold, "");
-  process.kill(serverPid, "SIGKILL");
-  await waitFor(
-    () => logged().some((l) => l.method === "held initialize"),
-    20_000,
-    "the replayed initialize",
-  );
-  await waitFor(() => newEpoch(gw), 10_000, "the new epoch");
+  await killWithReplayHeld(gw, hold, serverPid, logged);
   gw.send({ jsonrpc: "2.0", id: "call", method: "tools/call", params: { name: "echo", arguments: ARGS } });
   gw.send({ jsonrpc: "2.0", id: "read", method: "resources/read", params: { uri: READ_URI } });
   gw.send({

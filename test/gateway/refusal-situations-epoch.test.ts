@@ -19,6 +19,7 @@ import { readJsonLines, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { killWithReplayHeld, newEpoch } from "../helpers/replayHeld.js";
 import { startFixture } from "../http/upstreamFixture.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -34,7 +35,6 @@ const NOT_DECIDED =
 
 /** The epoch the gateway logged as serving first, and the one it logged as new (if any). */
 const firstEpoch = (gw: RawGateway) => /serving .* epoch=(\w+)/.exec(gw.stderr())?.[1];
-const newEpoch = (gw: RawGateway) => /new execution epoch: .* epoch=(\w+) \(was /.exec(gw.stderr())?.[1];
 
 interface Logged {
   method: string;
@@ -70,14 +70,7 @@ async function lenient(env: Record<string, string> = {}) {
  * (relayed, so kept behind the handshake) in front of it. Resolves once the gateway read both.
  */
 async function waitingBehindReplay({ gw, hold, logged, serverPid }: Awaited<ReturnType<typeof lenient>>) {
-  writeFileSync(hold, "");
-  process.kill(serverPid, "SIGKILL");
-  await waitFor(
-    () => logged().some((l) => l.method === "held initialize"),
-    20_000,
-    "the replayed initialize",
-  );
-  await waitFor(() => newEpoch(gw), 10_000, "the new epoch");
+  await killWithReplayHeld(gw, hold, serverPid, logged);
   gw.send({ jsonrpc: "2.0", id: "call", method: "tools/call", params: { name: "echo", arguments: {} } });
   gw.send({ jsonrpc: "2.0", id: "ping", method: "ping" });
   // answered by the gateway itself: the lines before it were read
