@@ -29,9 +29,19 @@ afterEach(async () => {
 /**
  * The hold timeout of the cases whose requests are held until the catalog arrives, then decided
  * together: held past a 1 s timeout on a loaded machine, one was answered identity_pending in a
- * CI run (never written, but not the case under test). The written ones wait that long at the end.
+ * CI run (never written, but not the case under test). The written ones wait that long at the end
+ * (a client that closes its input is given its answers for the hold timeout), so it is not made
+ * long enough for any load: past 5 s, a request read first can still meet it before the gateway
+ * has read the 39 MiB behind it and the client's notifications/initialized (a CI run: one call
+ * answered not_initialized). Such a request was never decided nor written: counted apart
+ * (`expiredHeld`), as the bound is about what is written.
  */
 const HELD_TOGETHER_MS = 5000;
+
+/** An answer given at the hold timeout to a request held for the catalog: never decided, never written. */
+function expiredHeld(e: { data?: { error?: string } } | undefined): boolean {
+  return e?.data?.error === "not_initialized" || e?.data?.error === "identity_pending";
+}
 
 /** A gateway in front of the exhaust fixture, held calls waiting `holdMs` at most; its stderr collected. */
 function startGateway(env: Record<string, string> = {}, holdMs = 1000) {
@@ -69,11 +79,14 @@ describe("a server that reads none of its stdin", () => {
     const calls = [...Array(count).keys()].map((i) => g.answers.get(`c${i}`)?.error);
     const refused = calls.filter((e) => NOT_READING.test(e?.message ?? "")).length;
     const written = calls.filter((e) => e?.data?.error === "shutting_down").length;
+    const expired = calls.filter(expiredHeld).length;
     // (any other answer named, so that a failure says what it was)
     expect(
-      calls.filter((e) => !NOT_READING.test(e?.message ?? "") && e?.data?.error !== "shutting_down"),
+      calls.filter(
+        (e) => !NOT_READING.test(e?.message ?? "") && e?.data?.error !== "shutting_down" && !expiredHeld(e),
+      ),
     ).toEqual([]);
-    expect(refused + written).toBe(count);
+    expect(refused + written + expired).toBe(count);
     // before: all 40 were written (40 MiB waiting for a server that reads none)
     expect(written).toBeGreaterThan(0);
     expect(written).toBeLessThanOrEqual(5);
@@ -110,21 +123,27 @@ describe("a server that reads none of its stdin", () => {
     const errors = [...Array(count).keys()].map((i) => g.answers.get(`r${i}`)?.error);
     const refusedIds = errors.flatMap((e, i) => (NOT_READING.test(e?.message ?? "") ? [`r${i}`] : []));
     const written = errors.filter((e) => e?.data?.error === "shutting_down").length;
+    const expiredIds = errors.flatMap((e, i) => (expiredHeld(e) ? [`r${i}`] : []));
     expect(
-      errors.filter((e) => !NOT_READING.test(e?.message ?? "") && e?.data?.error !== "shutting_down"),
+      errors.filter(
+        (e) => !NOT_READING.test(e?.message ?? "") && e?.data?.error !== "shutting_down" && !expiredHeld(e),
+      ),
     ).toEqual([]);
-    expect(refusedIds.length + written).toBe(count);
+    expect(refusedIds.length + written + expiredIds.length).toBe(count);
     // before: all 40 were written (40 MiB waiting for a server that reads none)
     expect(written).toBeGreaterThan(0);
     expect(written).toBeLessThanOrEqual(5);
     expect(last?.error?.message).toMatch(NOT_READING);
     expect(last?.error?.data?.error).toBe("server_unavailable");
-    // every read was decided and recorded to be forwarded; each refused after it is closed, not
-    // left open: never forwarded, under its own method
+    // every read decided (all but those the hold timeout met first) was recorded to be forwarded;
+    // each refused after it is closed, not left open: never forwarded, under its own method
     const events = await auditEvents(g.stateDir);
     const forwarded = events.filter((e) => e.type === "request_forwarded");
     expect(forwarded.map((e) => e.requestId).sort()).toEqual(
-      [...Array(count).keys()].map((i) => `r${i}`).sort(),
+      [...Array(count).keys()]
+        .map((i) => `r${i}`)
+        .filter((id) => !expiredIds.includes(id))
+        .sort(),
     );
     const closed = events.filter((e) => e.type === "call_interrupted" && e.reason === "server_unavailable");
     expect(closed.map((e) => e.requestId).sort()).toEqual([...refusedIds].sort());
@@ -186,7 +205,8 @@ describe("a server that reads none of its stdin", () => {
         (g.answers.get(`l${i}`) as { result?: { resultType?: string } } | undefined)?.result?.resultType ===
         "complete",
     ).length;
-    expect(refusedIds.length + written).toBe(count);
+    const expired = errors.filter(expiredHeld).length;
+    expect(refusedIds.length + written + expired).toBe(count);
     // before: all 40 were written (a listen was never checked against the bound once decided)
     expect(written).toBeGreaterThan(0);
     expect(written).toBeLessThanOrEqual(5);
@@ -196,7 +216,7 @@ describe("a server that reads none of its stdin", () => {
     // each uri of a listen refused after its decision: its record closed, never forwarded
     const events = await auditEvents(g.stateDir);
     const forwarded = events.filter((e) => e.type === "request_forwarded");
-    expect(forwarded).toHaveLength(count);
+    expect(forwarded).toHaveLength(count - expired);
     const closed = events.filter((e) => e.type === "call_interrupted" && e.reason === "server_unavailable");
     expect(closed.map((e) => e.requestId).sort()).toEqual([...refusedIds].sort());
     for (const e of closed)
