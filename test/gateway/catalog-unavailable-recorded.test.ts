@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { argumentsDigest } from "../../src/audit/events.js";
 import { auditEvents } from "../helpers/approvals.js";
 import { failingCatalogGateway } from "../helpers/failingCatalog.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import type { RawGateway } from "../helpers/raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -75,11 +76,7 @@ describe("a request refused catalog_unavailable", () => {
 
   it("a 2026-07-28 listen for resources: one record per uri, as the guard's refusal of it", async () => {
     const gw = failingGateway();
-    const meta = {
-      "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-      "io.modelcontextprotocol/clientInfo": { name: "x", version: "1" },
-      "io.modelcontextprotocol/clientCapabilities": {},
-    };
+    const meta = modernMeta();
     const uris = ["file:///a", "file:///b"];
     gw.send({
       jsonrpc: "2.0",

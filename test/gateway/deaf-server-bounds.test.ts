@@ -17,6 +17,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents } from "../helpers/approvals.js";
 import { MIB, rssMiB, startExhaustGateway } from "../helpers/exhaustGateway.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 
 const NOT_READING = /not reading the requests sent to it/;
 
@@ -164,11 +165,7 @@ describe("a server that reads none of its stdin", () => {
     const gate = join(tempDir("portcullis-deaf-listen-"), "gate");
     cleanup.push(() => removeDir(dirname(gate)));
     const g = startGateway({ FIXTURE_DEAF_AFTER_LIST: "1", FIXTURE_LIST_GATE: gate }, HELD_TOGETHER_MS);
-    const meta = {
-      "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-      "io.modelcontextprotocol/clientInfo": { name: "x", version: "1" },
-      "io.modelcontextprotocol/clientCapabilities": {},
-    };
+    const meta = modernMeta();
     const pad = "x".repeat(MIB);
     const count = 40;
     for (let i = 0; i < count; i++)

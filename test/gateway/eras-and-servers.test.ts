@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { makeCatalog, type ToolDef } from "../helpers/catalog.js";
 import { tempDir, waitFor } from "../helpers/files.js";
 import { startGateway, startModernGateway } from "../helpers/gateway.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { FILESYSTEM, fixtureCommand, MEMORY, NODE } from "../helpers/paths.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -67,11 +68,7 @@ describe("the 2026-07-28 era", () => {
       method: "subscriptions/listen",
       params: {
         notifications: { toolsListChanged: true },
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientInfo": { name: "t", version: "1" },
-          "io.modelcontextprotocol/clientCapabilities": {},
-        },
+        _meta: modernMeta({}, { name: "t", version: "1" }),
       },
     });
     const ack = await gw.waitForNotification("notifications/subscriptions/acknowledged", 10_000, from);

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents } from "../helpers/approvals.js";
 import { loggedMethod, readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { watcherPeer } from "../helpers/watcherPeer.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -19,11 +20,7 @@ afterEach(async () => {
   cleanup = [];
 });
 
-const META = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
-  "io.modelcontextprotocol/clientCapabilities": {},
-};
+const META = modernMeta({}, { name: "raw", version: "1" });
 
 describe("a client's first server/discover lost to a rebuild", () => {
   it("the watcher replaces its worker while the client's first server/discover waits: answered epoch_transition, a new epoch, and the request sent again is answered by the new worker", async () => {

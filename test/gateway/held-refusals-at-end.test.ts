@@ -17,6 +17,7 @@ import { argumentsDigest } from "../../src/audit/events.js";
 import { verifiedAuditEvents } from "../helpers/approvals.js";
 import { readJsonLines, removeDir, tempDir } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 import { killWithReplayHeld, newEpoch } from "../helpers/replayHeld.js";
@@ -27,11 +28,7 @@ afterEach(async () => {
   cleanup = [];
 });
 
-const MODERN_META = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "x", version: "1" },
-  "io.modelcontextprotocol/clientCapabilities": {},
-};
+const MODERN_META = modernMeta();
 const ARGS = { said: "held at the end" };
 const READ_URI = "lenient://held-read";
 const LISTEN_URIS = ["lenient://a", "lenient://b"];

@@ -16,6 +16,7 @@ import { argumentsDigest } from "../../src/audit/events.js";
 import { auditActivity, auditEvents } from "../helpers/approvals.js";
 import { type Msg, startExhaustGateway } from "../helpers/exhaustGateway.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 
 /** MAX_HELD (src/gateway/guardedRequests.ts), written out: the case is also run against a gateway without it */
 const MAX_HELD = 4096;
@@ -100,11 +101,7 @@ describe("a request held for the server's catalog and refused identity_pending",
 
   it("a 2026-07-28 listen for resources at the hold timeout: one record per uri, as the guard's refusal of it", async () => {
     const { g } = await gatedGateway(1500);
-    const meta = {
-      "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-      "io.modelcontextprotocol/clientInfo": { name: "x", version: "1" },
-      "io.modelcontextprotocol/clientCapabilities": {},
-    };
+    const meta = modernMeta();
     const uris = ["exhaust://a", "exhaust://b"];
     g.send({
       jsonrpc: "2.0",

@@ -14,6 +14,7 @@ import { afterEach, expect, it } from "vitest";
 import { askerGateway } from "../helpers/asker.js";
 import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { replyGateway } from "../helpers/raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -84,11 +85,10 @@ it("2026-07-28 era: an input_required embedding such a request reaches the clien
     resultType: "input_required",
     inputRequests: { ask: { method: "Elicitation/Create", params: SPEAKS } },
   };
-  const answer = await answerWith(result, {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientInfo": { name: "by-hand", version: "1" },
-    "io.modelcontextprotocol/clientCapabilities": { elicitation: { url: {} } },
-  });
+  const answer = await answerWith(
+    result,
+    modernMeta({ elicitation: { url: {} } }, { name: "by-hand", version: "1" }),
+  );
   expect(answer.result).toBeUndefined();
   expect(answer.error).toMatchObject({
     code: -32603,

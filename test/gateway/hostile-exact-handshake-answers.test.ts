@@ -16,6 +16,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 
@@ -30,11 +31,7 @@ const INIT = {
   capabilities: {},
   clientInfo: { name: "exact-handshake", version: "1" },
 };
-const META = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "exact-handshake", version: "1" },
-  "io.modelcontextprotocol/clientCapabilities": {},
-};
+const META = modernMeta({}, { name: "exact-handshake", version: "1" });
 
 function initAnswer(capabilities: string, build = "9007199254740993"): string {
   return `{"jsonrpc":"2.0","id":ID,"result":{"protocolVersion":"2025-11-25","capabilities":${capabilities},"serverInfo":{"name":"x","version":"1","build":${build}}}}`;

@@ -16,6 +16,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { completeLines } from "../helpers/completeLines.js";
 import { waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 import { newStateDir } from "../helpers/state.js";
@@ -99,11 +100,7 @@ describe("the answer to the client's handshake", () => {
       id: 3,
       method: "server/discover",
       params: {
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientInfo": { name: "exact", version: "1" },
-          "io.modelcontextprotocol/clientCapabilities": {},
-        },
+        _meta: modernMeta({}, { name: "exact", version: "1" }),
       },
     });
     const { msg, line } = await answerLine(gw, 3);

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempDir } from "../helpers/files.js";
 import { bundledFixture } from "../helpers/fixtureBundle.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { NODE, REPO } from "../helpers/paths.js";
 import { type RawPeer, rawGateway } from "../helpers/raw.js";
 
@@ -25,11 +26,7 @@ afterEach(async () => {
   peers = [];
 });
 
-const ENVELOPE = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "envelope-test", version: "1" },
-  "io.modelcontextprotocol/clientCapabilities": {},
-};
+const ENVELOPE = modernMeta({}, { name: "envelope-test", version: "1" });
 
 const TOOL = { name: "lookup", description: "Look something up.", inputSchema: { type: "object" } };
 

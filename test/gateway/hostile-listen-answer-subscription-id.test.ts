@@ -10,6 +10,7 @@
 // one holding a number that re-serialising would change is answered with an error (asWritten.ts).
 // Real gateway, raw client, the rawlines fixture (FIXTURE_RAW_ANSWERS: its answer to a listen).
 import { afterEach, describe, expect, it } from "vitest";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 
@@ -20,11 +21,7 @@ afterEach(async () => {
 });
 
 const SUB = "io.modelcontextprotocol/subscriptionId";
-const META = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "listen-answer-test", version: "1.0.0" },
-  "io.modelcontextprotocol/clientCapabilities": {},
-};
+const META = modernMeta({}, { name: "listen-answer-test", version: "1.0.0" });
 
 /** A modern-era raw client on a gateway in front of rawlines, which answers each listen with `answer` (`ID`: its id). */
 async function gateway(answer: string): Promise<RawGateway> {

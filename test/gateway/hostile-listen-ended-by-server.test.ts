@@ -14,6 +14,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 
@@ -24,11 +25,7 @@ afterEach(async () => {
 });
 
 const SUB = "io.modelcontextprotocol/subscriptionId";
-const META = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "listen-ended-by-server-test", version: "1.0.0" },
-  "io.modelcontextprotocol/clientCapabilities": {},
-};
+const META = modernMeta({}, { name: "listen-ended-by-server-test", version: "1.0.0" });
 const LISTEN_ID = "listen:0";
 
 function tool(name: string): object {

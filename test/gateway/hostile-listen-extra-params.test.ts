@@ -13,6 +13,7 @@ import { decideByCli, nextRequest } from "../helpers/approvals.js";
 import { completeLines } from "../helpers/completeLines.js";
 import { waitFor } from "../helpers/files.js";
 import { lenientListenGateway } from "../helpers/lenientListens.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -22,11 +23,7 @@ afterEach(async () => {
 
 const SECRET = "test://secret";
 const CLIENT = "listen-extra-params-test";
-const envelope = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: CLIENT, version: "1.0.0" },
-  "io.modelcontextprotocol/clientCapabilities": {},
-};
+const envelope = modernMeta({}, { name: CLIENT, version: "1.0.0" });
 
 type Logged = { method: string; params: Record<string, unknown> & { _meta?: Record<string, unknown> } };
 

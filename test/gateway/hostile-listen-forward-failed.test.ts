@@ -15,6 +15,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 
@@ -25,12 +26,8 @@ afterEach(async () => {
 });
 
 const SUB = "io.modelcontextprotocol/subscriptionId";
-const META = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "listen-forward-failed-test", version: "1.0.0" },
-  // no roots: the gateway answers the server's roots/list itself (a write to the broken pipe)
-  "io.modelcontextprotocol/clientCapabilities": {},
-};
+// no roots: the gateway answers the server's roots/list itself (a write to the broken pipe)
+const META = modernMeta({}, { name: "listen-forward-failed-test", version: "1.0.0" });
 const DISCOVER =
   '{"jsonrpc":"2.0","id":ID,"result":{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"rawlines","version":"1"}}}';
 const HELD = "listen:held"; // open at the first process, re-opened after the handshake

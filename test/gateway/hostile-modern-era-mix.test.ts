@@ -15,6 +15,7 @@ import { nextStoredRequest, storedPending } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
 import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { rawGateway } from "../helpers/raw.js";
 import { newStateDir } from "../helpers/state.js";
@@ -26,11 +27,7 @@ afterEach(async () => {
 });
 
 const CONSOLE = "http://127.0.0.1:45997";
-const ENVELOPE = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "in-place", version: "1" },
-  "io.modelcontextprotocol/clientCapabilities": { elicitation: { url: {} } },
-};
+const ENVELOPE = modernMeta({ elicitation: { url: {} } }, { name: "in-place", version: "1" });
 
 describe("a client that probes in place and falls back to the legacy era", () => {
   it("is a legacy session once its initialize is answered: a waiting call gets elicitation/create, never an input_required result", async () => {

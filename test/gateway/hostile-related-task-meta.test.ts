@@ -14,6 +14,7 @@ import { completeLines } from "../helpers/completeLines.js";
 import { waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { lenientListenGateway } from "../helpers/lenientListens.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { EVERYTHING, NODE } from "../helpers/paths.js";
 import { rawGateway } from "../helpers/raw.js";
 
@@ -68,11 +69,7 @@ describe("a request tied to a task through its _meta", () => {
 
   it("a 2026-07-28 listen that names a resource goes without it too", async () => {
     const { gw, methods } = lenientListenGateway(cleanup, { resources: "none" });
-    const envelope = {
-      "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-      "io.modelcontextprotocol/clientInfo": { name: "related-task-test", version: "1.0.0" },
-      "io.modelcontextprotocol/clientCapabilities": {},
-    };
+    const envelope = modernMeta({}, { name: "related-task-test", version: "1.0.0" });
     await gw.request("tools/list", { _meta: envelope }, 30_000);
     gw.send({
       jsonrpc: "2.0",

@@ -16,6 +16,7 @@ import { afterEach, expect, it } from "vitest";
 import { askerGateway } from "../helpers/asker.js";
 import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { replyGateway } from "../helpers/raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -103,11 +104,10 @@ it("legacy era: every request of the server's by position is refused to it (-326
   expect((await peer.request("ping")).result).toEqual({});
 }, 60_000);
 
-const MODERN_META = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "by-hand", version: "1" },
-  "io.modelcontextprotocol/clientCapabilities": { elicitation: { form: {}, url: {} }, sampling: {} },
-};
+const MODERN_META = modernMeta(
+  { elicitation: { form: {}, url: {} }, sampling: {} },
+  { name: "by-hand", version: "1" },
+);
 
 it("2026-07-28 era: an input_required whose input requests are by position reaches the client as response_invalid; one by name as it is", async () => {
   const { gw, answerWith } = replyGateway(cleanup);

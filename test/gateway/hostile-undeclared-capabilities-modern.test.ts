@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { NODE } from "../helpers/paths.js";
 import { rawGateway, replyGateway } from "../helpers/raw.js";
 
@@ -18,11 +19,7 @@ afterEach(async () => {
 });
 
 const ASKER = join(import.meta.dirname, "../fixtures/servers/hostile-asker.mjs");
-const ENVELOPE = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "modern-raw", version: "1" },
-  "io.modelcontextprotocol/clientCapabilities": { roots: {} },
-};
+const ENVELOPE = modernMeta({ roots: {} }, { name: "modern-raw", version: "1" });
 
 /** The lines the server received that parse, skipping one still being written. */
 function received(log: string): Record<string, unknown>[] {

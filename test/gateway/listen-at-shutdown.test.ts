@@ -10,13 +10,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { startExhaustGateway } from "../helpers/exhaustGateway.js";
 import { waitFor } from "../helpers/files.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 
 const SUB = "io.modelcontextprotocol/subscriptionId";
-const META = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "x", version: "1" },
-  "io.modelcontextprotocol/clientCapabilities": {},
-};
+const META = modernMeta();
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {

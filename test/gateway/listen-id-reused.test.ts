@@ -16,6 +16,7 @@ import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { holdStoreLock } from "../helpers/lock.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 
@@ -25,11 +26,7 @@ afterEach(async () => {
   cleanup = [];
 });
 
-const META = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "listen-id-reused-test", version: "1.0.0" },
-  "io.modelcontextprotocol/clientCapabilities": {},
-};
+const META = modernMeta({}, { name: "listen-id-reused-test", version: "1.0.0" });
 const SUB = "io.modelcontextprotocol/subscriptionId";
 const A = "test://a";
 const ECHO = {

@@ -17,6 +17,7 @@ import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, type WireMessage } from "../helpers/gateway.js";
 import { lenientListenGateway } from "../helpers/lenientListens.js";
 import { holdStoreLock } from "../helpers/lock.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 import { teardownOf } from "../helpers/teardown.js";
@@ -27,11 +28,7 @@ afterEach(async () => {
   cleanup = [];
 });
 
-const META = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "listen-resources-test", version: "1.0.0" },
-  "io.modelcontextprotocol/clientCapabilities": {},
-};
+const META = modernMeta({}, { name: "listen-resources-test", version: "1.0.0" });
 const SUB = "io.modelcontextprotocol/subscriptionId";
 const A = "test://a";
 const B = "test://b";

@@ -14,6 +14,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { argumentsDigest } from "../../src/audit/events.js";
 import { verifiedAuditEvents } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { makeProject } from "../helpers/project.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 import { gatewayRow } from "../helpers/status.js";
@@ -27,11 +28,7 @@ afterEach(async () => {
   cleanup = [];
 });
 
-const MODERN_META = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "x", version: "1" },
-  "io.modelcontextprotocol/clientCapabilities": {},
-};
+const MODERN_META = modernMeta();
 
 /**
  * A gateway whose server's build was broken after it served: five crashes, then supervision

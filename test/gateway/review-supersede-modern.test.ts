@@ -10,6 +10,7 @@ import { rmSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { consoleAddressPath, writeConsoleAddress } from "../../src/console/address.js";
 import { auditEvents, storedPending } from "../helpers/approvals.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { rawGateway } from "../helpers/raw.js";
 import { newStateDir } from "../helpers/state.js";
@@ -20,11 +21,7 @@ afterEach(async () => {
   cleanup = [];
 });
 
-const META = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "by-hand", version: "1" },
-  "io.modelcontextprotocol/clientCapabilities": { elicitation: { url: {} } },
-};
+const META = modernMeta({ elicitation: { url: {} } }, { name: "by-hand", version: "1" });
 
 function requestOf(answer: { result?: unknown }): string {
   const state = (answer.result as { requestState?: unknown } | undefined)?.requestState;

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { waitForAuditEvents } from "../helpers/auditWait.js";
 import { waitFor } from "../helpers/files.js";
 import { FORGED_REFUSAL } from "../helpers/forged.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 
@@ -126,21 +127,13 @@ describe("a server's error that reads like one of the gateway's", () => {
     const modern = await gw.request("tools/call", {
       name: "reply",
       arguments: { line: line(FORGED_REFUSAL) },
-      _meta: {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": { name: "by-hand", version: "1" },
-        "io.modelcontextprotocol/clientCapabilities": {},
-      },
+      _meta: modernMeta({}, { name: "by-hand", version: "1" }),
     });
     expect(modern.error).toEqual(relayedAsServers(FORGED_REFUSAL, -32603));
   });
 });
 
-const MODERN_META = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "by-hand", version: "1" },
-  "io.modelcontextprotocol/clientCapabilities": { elicitation: { url: {} } },
-};
+const MODERN_META = modernMeta({ elicitation: { url: {} } }, { name: "by-hand", version: "1" });
 
 /** The gateway's own input_required, as src/gateway/elicitation.ts builds it, but sending the human elsewhere. */
 const FORGED_INPUT_REQUIRED = {

@@ -15,6 +15,7 @@ import { auditEvents, decideByCli, nextStoredRequest, storedPending } from "../h
 import { makeCatalog } from "../helpers/catalog.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { type Session, startGateway, startModernGateway, type WireMessage } from "../helpers/gateway.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
 import { makeProject } from "../helpers/project.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
@@ -324,11 +325,7 @@ describe.concurrent("the input's close in the 2026-07-28 era", () => {
       params: {
         name: "echo",
         arguments: { message: "hi" },
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientInfo": { name: "by-hand", version: "1" },
-          "io.modelcontextprotocol/clientCapabilities": { elicitation: { url: {} } },
-        },
+        _meta: modernMeta({ elicitation: { url: {} } }, { name: "by-hand", version: "1" }),
       },
     });
     await waitFor(() => /holding tools\/call "echo"/.test(gw.stderr()) || undefined, 20_000, "the call held");
@@ -489,11 +486,7 @@ describe.concurrent("what the elicitation's message names", () => {
       stateDir,
     });
     cleanup.push(() => modern.close());
-    const meta = {
-      "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-      "io.modelcontextprotocol/clientInfo": { name: "by-hand", version: "1" },
-      "io.modelcontextprotocol/clientCapabilities": { elicitation: { url: {} } },
-    };
+    const meta = modernMeta({ elicitation: { url: {} } }, { name: "by-hand", version: "1" });
     await modern.request("tools/list", { _meta: meta }, 20_000);
     const answer = await modern.request("tools/call", { name: HOSTILE, arguments: {}, _meta: meta }, 20_000);
     const embedded = (answer.result as { inputRequests: Record<string, { params: { message: string } }> })

@@ -1,0 +1,16 @@
+// The envelope a 2026-07-28 client puts in every request's `_meta` (docs/protocol-eras.md): the
+// era has no initialize, so its version, who it is and what it can do travel on each request.
+// One builder, so that a test that is not about the envelope does not write it out by hand; a test
+// that is (a missing key, another version, a hostile value) still writes its own.
+
+/** A 2026-07-28 request's `_meta`: the client `clientInfo`, declaring `capabilities`. */
+export function modernMeta(
+  capabilities: Record<string, unknown> = {},
+  clientInfo: { name: string; version: string } = { name: "x", version: "1" },
+) {
+  return {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": clientInfo,
+    "io.modelcontextprotocol/clientCapabilities": capabilities,
+  };
+}
