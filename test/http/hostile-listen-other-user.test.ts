@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
 import { tempDir, waitFor } from "../helpers/files.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { NOBODY, ROOT_ON_LINUX, scriptOutputAs } from "../helpers/otherUser.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type Listener, startListener } from "./listen.js";
@@ -20,11 +21,7 @@ afterEach(async () => {
   cleanup = [];
 });
 
-const MODERN_META = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
-  "io.modelcontextprotocol/clientCapabilities": {},
-};
+const MODERN_META = modernMeta({}, { name: "raw", version: "1" });
 const modernCall = (message: string) =>
   JSON.stringify({
     jsonrpc: "2.0",

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway } from "../helpers/gateway.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { REPO } from "../helpers/paths.js";
 import { rawGateway } from "../helpers/raw.js";
 import { startFixture } from "./upstreamFixture.js";
@@ -144,11 +145,7 @@ describe("a remote server that answers a request on another request's stream", (
     const peer = rawGateway({ args: ["--label", "crossed", "--url", server.url, "--approval", "none"] });
     cleanup.push(() => peer.close());
     const envelope = {
-      _meta: {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
-        "io.modelcontextprotocol/clientCapabilities": {},
-      },
+      _meta: modernMeta({}, { name: "raw", version: "1" }),
     };
     expect((await peer.request("server/discover", envelope)).error).toBeUndefined();
     expect((await peer.request("tools/list", envelope, 20_000)).error).toBeUndefined();

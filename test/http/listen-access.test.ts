@@ -14,6 +14,7 @@ import { hostOriginProblem, hostsOfSockets } from "../../src/transport/httpAcces
 import { decideByCli, nextRequest } from "../helpers/approvals.js";
 import { tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { CLI, fixtureCommand, NODE } from "../helpers/paths.js";
 import { newStateDir } from "../helpers/state.js";
 import { type Listener, startListener } from "./listen.js";
@@ -306,11 +307,7 @@ class SharedSocketAgent extends Agent {
   }
 }
 
-const MODERN_META = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
-  "io.modelcontextprotocol/clientCapabilities": {},
-};
+const MODERN_META = modernMeta({}, { name: "raw", version: "1" });
 const modernBody = (id: number, method: string, params: Record<string, unknown> = {}) =>
   JSON.stringify({ jsonrpc: "2.0", id, method, params: { ...params, _meta: MODERN_META } });
 

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
 import { makeCatalog, numberedTools } from "../helpers/catalog.js";
 import { waitFor } from "../helpers/files.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type Listener, startListener } from "./listen.js";
 
@@ -109,11 +110,7 @@ describe("v2 client, modern era (2026-07-28), through run --listen", () => {
         id: "d",
         method: "server/discover",
         params: {
-          _meta: {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
-            "io.modelcontextprotocol/clientCapabilities": {},
-          },
+          _meta: modernMeta({}, { name: "raw", version: "1" }),
         },
       }),
     });

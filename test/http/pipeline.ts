@@ -3,6 +3,7 @@
 // previous one came (pipelining: the answers then come in the order the requests were sent).
 // node:http's client picks sockets itself and never pipelines, so this writes and reads the bytes.
 import { connect, type Socket } from "node:net";
+import { modernMeta } from "../helpers/modernMeta.js";
 import type { Listener } from "./listen.js";
 import type { RawResponse } from "./raw.js";
 
@@ -108,11 +109,7 @@ function bodyOf(rest: Buffer, headers: Record<string, string>): { text: string; 
 
 /** The envelope a 2026-07-28 client named `client` puts in every request's `_meta`. */
 export function modernEnvelope(client: string): Record<string, unknown> {
-  return {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientInfo": { name: client, version: "1" },
-    "io.modelcontextprotocol/clientCapabilities": {},
-  };
+  return modernMeta({}, { name: client, version: "1" });
 }
 
 /** Requests of a 2026-07-28 client named `client`, each with the envelope in `_meta`. */

@@ -4,6 +4,7 @@
 // answering is not the code that was recorded (and approved).
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../helpers/files.js";
+import { modernMeta } from "../helpers/modernMeta.js";
 import { type RawPeer, rawGateway } from "../helpers/raw.js";
 import { gatewayRow } from "../helpers/status.js";
 import { HOSTILE, startFixture } from "./upstreamFixture.js";
@@ -15,11 +16,7 @@ afterEach(async () => {
 });
 
 const ENVELOPE = {
-  _meta: {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
-    "io.modelcontextprotocol/clientCapabilities": {},
-  },
+  _meta: modernMeta({}, { name: "raw", version: "1" }),
 };
 
 interface Row {
