@@ -13,12 +13,12 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { modernMeta } from "../helpers/modernMeta.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { servingPid } from "../helpers/serving.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -72,15 +72,6 @@ async function answerLine(gw: RawGateway, id: number | string): Promise<{ msg: W
   const msg = await gw.next((m) => m.id === id && m.method === undefined, 20_000);
   const line = gw.lines().find((l) => l.startsWith(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},`)) ?? "";
   return { msg, line };
-}
-
-/** The pid of the server process the gateway serves now (its latest status line). */
-function servingPid(gw: RawGateway): number {
-  for (const line of completeLines(gw.stderr()).reverse()) {
-    const m = /(?:serving .*: |new execution epoch: )pid=(\d+) epoch=(\w+)/.exec(line);
-    if (m) return Number(m[1]);
-  }
-  throw new Error(`no epoch in the gateway's log:\n${gw.stderr()}`);
 }
 
 describe("initialize's answer holding a number re-serialising would change", () => {

@@ -11,12 +11,12 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { modernMeta } from "../helpers/modernMeta.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { servingPid } from "../helpers/serving.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -118,15 +118,6 @@ function count(text: string, part: string): number {
 }
 
 const CHANGED = "tool catalog changed: revision";
-
-/** The pid of the server process the gateway serves now (its latest status line). */
-function servingPid(gw: RawGateway): number {
-  for (const line of completeLines(gw.stderr()).reverse()) {
-    const m = /(?:serving .*: |new execution epoch: )pid=(\d+) epoch=(\w+)/.exec(line);
-    if (m) return Number(m[1]);
-  }
-  throw new Error(`no epoch in the gateway's log:\n${gw.stderr()}`);
-}
 
 /** Opens the client's listen LISTEN_ID and resolves once the server holds it: its wire id there. */
 async function openListen(s: Setup): Promise<unknown> {

@@ -18,6 +18,7 @@ import type { WireMessage } from "../helpers/gateway.js";
 import { modernMeta } from "../helpers/modernMeta.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { servingPid } from "../helpers/serving.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -40,15 +41,6 @@ function tool(name: string): object {
 
 function count(text: string, part: string): number {
   return text.split(part).length - 1;
-}
-
-/** The pid of the server process the gateway serves now (its latest status line). */
-function servingPid(gw: RawGateway): number {
-  for (const line of completeLines(gw.stderr()).reverse()) {
-    const m = /(?:serving .*: |new execution epoch: )pid=(\d+) epoch=(\w+)/.exec(line);
-    if (m) return Number(m[1]);
-  }
-  throw new Error(`no epoch in the gateway's log:\n${gw.stderr()}`);
 }
 
 function listen(gw: RawGateway, id: string): void {

@@ -13,12 +13,12 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { modernMeta } from "../helpers/modernMeta.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { serving } from "../helpers/serving.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -58,15 +58,6 @@ function gateway(announces: boolean): RawGateway {
     () => removeDir(dir),
   );
   return gw;
-}
-
-/** The pid and epoch of the server process the gateway serves now (its latest status line). */
-function serving(gw: RawGateway): { pid: number; epoch: string } {
-  for (const line of completeLines(gw.stderr()).reverse()) {
-    const m = /(?:serving .*: |new execution epoch: )pid=(\d+) epoch=(\w+)/.exec(line);
-    if (m) return { pid: Number(m[1]), epoch: m[2]! };
-  }
-  throw new Error(`no epoch in the gateway's log:\n${gw.stderr()}`);
 }
 
 function subscriptionOf(m: WireMessage): unknown {

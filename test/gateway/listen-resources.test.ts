@@ -20,6 +20,7 @@ import { holdStoreLock } from "../helpers/lock.js";
 import { modernMeta } from "../helpers/modernMeta.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { serving } from "../helpers/serving.js";
 import { teardownOf } from "../helpers/teardown.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -77,15 +78,6 @@ function listensAt(methods: string): { method: string; params: { notifications?:
   return completeLines(readFileSync(methods, "utf8"))
     .map((l) => JSON.parse(l) as { method: string; params: { notifications?: unknown } })
     .filter((m) => m.method === "subscriptions/listen");
-}
-
-/** The pid and epoch of the server process the gateway serves now (its latest status line). */
-function serving(gw: RawGateway): { pid: number; epoch: string } {
-  for (const line of completeLines(gw.stderr()).reverse()) {
-    const m = /(?:serving .*: |new execution epoch: )pid=(\d+) epoch=(\w+)/.exec(line);
-    if (m) return { pid: Number(m[1]), epoch: m[2]! };
-  }
-  throw new Error(`no epoch in the gateway's log:\n${gw.stderr()}`);
 }
 
 /** A modern request (the envelope in its params). */

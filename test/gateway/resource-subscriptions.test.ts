@@ -10,27 +10,17 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { auditEvents, decideByCli, nextRequest, pending } from "../helpers/approvals.js";
 import { waitForAuditEvents } from "../helpers/auditWait.js";
-import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { EVERYTHING, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { serving } from "../helpers/serving.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
   cleanup = [];
 });
-
-/** The pid and epoch of the server process the gateway serves now (its latest status line). */
-function serving(gw: RawGateway): { pid: number; epoch: string } {
-  const lines = completeLines(gw.stderr());
-  for (const line of lines.reverse()) {
-    const m = /(?:serving .*: |new execution epoch: )pid=(\d+) epoch=(\w+)/.exec(line);
-    if (m) return { pid: Number(m[1]), epoch: m[2]! };
-  }
-  throw new Error(`no epoch in the gateway's log:\n${gw.stderr()}`);
-}
 
 /**
  * Calls `name` and resolves with its answer. server-everything adds tools after the handshake

@@ -7,10 +7,10 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { completeLines } from "../helpers/completeLines.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
+import { servingPid } from "../helpers/serving.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -43,15 +43,6 @@ function start(version: string): { gw: RawGateway; answerWith: (version: string)
     () => removeDir(dir),
   );
   return { gw, answerWith };
-}
-
-/** The pid of the server process the gateway serves now (its latest status line). */
-function servingPid(gw: RawGateway): number {
-  for (const line of completeLines(gw.stderr()).reverse()) {
-    const m = /(?:serving .*: |new execution epoch: )pid=(\d+) epoch=(\w+)/.exec(line);
-    if (m) return Number(m[1]);
-  }
-  throw new Error(`no epoch in the gateway's log:\n${gw.stderr()}`);
 }
 
 /** Kills the server process the gateway serves and waits until another one serves (or the gateway ends). */
