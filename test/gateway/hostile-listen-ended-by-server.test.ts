@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
-import { modernMeta } from "../helpers/modernMeta.js";
+import { modernMeta, subscriptionOf } from "../helpers/modernMeta.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 import { servingPid } from "../helpers/serving.js";
@@ -84,10 +84,6 @@ async function setup(): Promise<Setup> {
   const listed = await gw.request("tools/list", { _meta: META }, 30_000);
   expect(listed.error, JSON.stringify(listed)).toBeUndefined();
   return { gw, tools, received };
-}
-
-function subscriptionOf(m: WireMessage): unknown {
-  return (m.params as { _meta?: Record<string, unknown> } | undefined)?._meta?.[SUB];
 }
 
 /** The gateway's notifications/tools/list_changed the client got under its listen id. */

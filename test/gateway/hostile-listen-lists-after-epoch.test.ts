@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
-import { modernMeta } from "../helpers/modernMeta.js";
+import { modernMeta, subscriptionOf } from "../helpers/modernMeta.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 import { serving } from "../helpers/serving.js";
@@ -58,10 +58,6 @@ function gateway(announces: boolean): RawGateway {
     () => removeDir(dir),
   );
   return gw;
-}
-
-function subscriptionOf(m: WireMessage): unknown {
-  return (m.params as { _meta?: Record<string, unknown> } | undefined)?._meta?.[SUB];
 }
 
 /** The messages of `method` the client got (on the listen `id` when given; `null`: on none). */

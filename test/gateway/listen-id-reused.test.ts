@@ -15,7 +15,7 @@ import { auditEvents, decideByCli, nextRequest, pending } from "../helpers/appro
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { holdStoreLock } from "../helpers/lock.js";
-import { modernMeta } from "../helpers/modernMeta.js";
+import { modernMeta, subscriptionOf } from "../helpers/modernMeta.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
 import { serving } from "../helpers/serving.js";
@@ -27,7 +27,6 @@ afterEach(async () => {
 });
 
 const META = modernMeta({}, { name: "listen-id-reused-test", version: "1.0.0" });
-const SUB = "io.modelcontextprotocol/subscriptionId";
 const A = "test://a";
 const ECHO = {
   name: "echo",
@@ -79,10 +78,6 @@ function gateway(
     () => removeDir(dir),
   );
   return { gw, catalog };
-}
-
-function subscriptionOf(m: WireMessage): unknown {
-  return (m.params as { _meta?: Record<string, unknown> } | undefined)?._meta?.[SUB];
 }
 
 /** The messages of `method` the client got on its listen 7. */
