@@ -10,6 +10,7 @@ import { DigestJob, type Slot } from "./digest.js";
 import { isFile, realpathOr } from "./files.js";
 import { loadGlob } from "./glob.js";
 import { matchIncludes, warnIncludes } from "./includeMatch.js";
+import { outsideRefusal } from "./includeOutside.js";
 import { MAX_LINKED_FILES, type Reached, walkReached, warnOnce } from "./linked.js";
 import { isOwnExecutable } from "./proc.js";
 import { writtenNumbersUnder } from "./remote.js";
@@ -110,6 +111,9 @@ export async function captureStaticIdentity(
   if (matched !== null) warnIncludes(spec.serverLabel, cwd, matched);
   const inputs = matched === null ? null : job.includes(matched.files);
   await job.run();
+  // a file matched outside its pattern's bases: refused, never digested (includeOutside.ts)
+  const outside = matched === null ? null : outsideRefusal(cwd, matched);
+  if (outside !== null) throw new IdentityError(outside);
 
   const need = (what: string, abs: string, slot: Slot): FileDigest => {
     if (slot.sha === undefined) throw unreadable(what, abs, cwd, slot.error);

@@ -6,6 +6,7 @@
 // of its alternatives (`{…}`, `@(…)`, `(…)`, `?(…)` also nothing) is written out; from a group
 // that repeats (`*(…)`, `+(…)`) or negates (`!(…)`) on, the pattern is kept as written, so its
 // base stays before that group, as wide as before and never narrower than what can match.
+import { resolve } from "node:path";
 import { type Item, parse, raw } from "./includeScan.js";
 
 /** More would be a watch list no one wrote: the pattern is watched from its own base then. */
@@ -48,4 +49,24 @@ export function expansions(pattern: string): string[] {
   // one made absolute by a group never matches (include.ts refuses it): never a base of `/`
   if (e === null || (!pattern.startsWith("/") && e.some((x) => x.startsWith("/")))) return [pattern];
   return [...new Set(e)];
+}
+
+/** The characters after which a path segment is no longer a plain name (`\` escapes one). */
+const NOT_PLAIN = /[*?[\]{}()!+@\\]/;
+
+/**
+ * The directories a positive pattern (`~` expanded) names, absolute: for each of its expansions
+ * the path before its first segment that is not a plain name (`/opt/plugins` of
+ * `/opt/plugins/*.js`, the working directory of `*.js`), the whole path for one with no glob.
+ * What the pattern matches lies under one of them; these are what the reach check judges
+ * (includeReach.ts) and the watcher watches. A segment with an escape ends the base early: wider,
+ * never narrower than what the pattern names.
+ */
+export function patternBases(pattern: string, cwd: string): string[] {
+  return expansions(pattern).map((one) => {
+    const segments = one.split("/");
+    const k = segments.findIndex((s) => NOT_PLAIN.test(s));
+    const fixed = k < 0 ? segments : segments.slice(0, k);
+    return one.startsWith("/") ? resolve("/", ...fixed) : resolve(cwd, ...fixed);
+  });
 }

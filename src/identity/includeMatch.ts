@@ -9,6 +9,7 @@ import { type Dirent, lstatSync, readdirSync, realpathSync, type Stats, statSync
 import { basename, dirname, isAbsolute, join, relative, sep } from "node:path";
 import type { FileSystemAdapter, globSync as GlobSync } from "tinyglobby";
 import { GLOB_CHARS, includeSource, inStateDirReal, stateDirGiven } from "./include.js";
+import { patternBases } from "./includeBases.js";
 import { MAX_LINKED_FILES, warnOnce } from "./walkLimits.js";
 
 /** One matched file, named as the pattern reached it (through its links). */
@@ -38,6 +39,19 @@ export interface IncludeMatches {
   over: string | null;
   /** positive patterns that reached files of portcullis's state directory, left out (include.ts) */
   stateDir: string[];
+  /**
+   * Files a pattern matched outside every directory it names (includeBases.ts): left out of
+   * `files`, never digested nor watched; the capture refuses the launch for them (capture.ts).
+   */
+  outside: OutsideMatch[];
+}
+
+/** A file the glob library matched outside every base of the pattern that matched it. */
+export interface OutsideMatch {
+  pattern: string;
+  rel: string;
+  abs: string;
+  bases: string[];
 }
 
 /** Stands for the target of a link to nothing: the walk takes it for a file, so it is matched and named. */
@@ -240,9 +254,14 @@ export function matchIncludes(
   const negations = patterns.filter((p) => p.startsWith("!"));
   const byRel = new Map<string, IncludeMatch>();
   const unmatched: string[] = [];
+  const outside: OutsideMatch[] = [];
   for (const pattern of patterns) {
     if (pattern.startsWith("!")) continue;
     state.stateDir = false;
+    // Beside a negation opening with `..` (`!../old/**`) the library walks above the working
+    // directory, and a wildcard that reads `..` as a name (`.?/**`, `[.][.]/**`, `@(*)/**`)
+    // matched files up there: outside every base, so unwatched, and never judged for its reach.
+    const bases = patternBases(pattern, cwd);
     const rels =
       negations.length === 0 && !GLOB_CHARS.test(pattern)
         ? plainPath(cwd, pattern)
@@ -258,6 +277,11 @@ export function matchIncludes(
       // name, and an event names the file without the `..` (a name left with it was never marked
       // seen, and the poll reported every change a second time, a round later)
       const abs = join(cwd, rel);
+      if (!bases.some((b) => within(abs, b))) {
+        outside.push({ pattern, rel, abs, bases });
+        found++;
+        continue;
+      }
       const kind = kindOf(abs);
       if (kind === null) continue;
       // the gateway's own store, not the server's code: left out, and said once (warnIncludes)
@@ -274,7 +298,11 @@ export function matchIncludes(
     if (state.over && over === null) over = pattern;
   }
   const files = [...byRel.values()].sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
-  return { files, linkedDirs: state.linkedDirs, unmatched, over, stateDir: stateHits };
+  // one that another pattern matched under its own base is judged there: only the rest is refused
+  const unjudged = outside
+    .filter((o) => !byRel.has(o.rel))
+    .sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
+  return { files, linkedDirs: state.linkedDirs, unmatched, over, stateDir: stateHits, outside: unjudged };
 }
 
 /** Why a pattern matches nothing, when the path it names says so. */

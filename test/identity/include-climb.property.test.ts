@@ -9,6 +9,8 @@ import { join } from "node:path";
 import fc from "fast-check";
 import type { globSync as GlobSync } from "tinyglobby";
 import { afterAll, describe, expect, it } from "vitest";
+import { patternBases } from "../../src/identity/includeBases.js";
+import { matchIncludes } from "../../src/identity/includeMatch.js";
 import { checkIncludes, IncludeError } from "../../src/identity/index.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 
@@ -29,9 +31,12 @@ type Piece = { text: string; top: string };
 // literal names only: a wildcard (`.?`, `@()*`, `.!(a)`, `[.][.]`) can match `..` too beside a walk
 // moved up, which no check judges yet (the check here is of the dots a group's segment spells)
 const atom = fc.constantFrom("a", "rel", "x", ".", "..", "/");
-const group = (inner: fc.Arbitrary<Piece[]>): fc.Arbitrary<Piece> =>
+const group = (
+  inner: fc.Arbitrary<Piece[]>,
+  opens = ["@(", "+(", "*(", "?(", "(", "{"],
+): fc.Arbitrary<Piece> =>
   fc
-    .tuple(fc.constantFrom("@(", "+(", "*(", "?(", "(", "{"), fc.array(inner, { minLength: 1, maxLength: 3 }))
+    .tuple(fc.constantFrom(...opens), fc.array(inner, { minLength: 1, maxLength: 3 }))
     .filter(([open, alts]) => open !== "{" || alts.length > 1)
     .map(([open, alts]) => {
       const body = alts.map((a) => a.map((p) => p.text).join("")).join(open === "{" ? "," : "|");
@@ -42,6 +47,17 @@ const { pattern } = fc.letrec<{ pattern: Piece[]; piece: Piece }>((tie) => ({
     { depthSize: "small", withCrossShrink: true },
     atom.map((a) => ({ text: a, top: a })),
     group(fc.array(tie("piece"), { minLength: 0, maxLength: 3 })),
+  ),
+  pattern: fc.array(tie("piece"), { minLength: 1, maxLength: 5 }),
+}));
+
+// and with wildcards, also the negating group: what reads `..` as a name beside the walk moved up
+const wildAtom = fc.constantFrom("a", "rel", "x", ".", "..", "/", "*", "?", "**", "[.]", ".?", "?.");
+const { pattern: wildPattern } = fc.letrec<{ pattern: Piece[]; piece: Piece }>((tie) => ({
+  piece: fc.oneof(
+    { depthSize: "small", withCrossShrink: true },
+    wildAtom.map((a) => ({ text: a, top: a })),
+    group(fc.array(tie("piece"), { minLength: 0, maxLength: 3 }), ["@(", "+(", "*(", "?(", "!(", "(", "{"]),
   ),
   pattern: fc.array(tie("piece"), { minLength: 1, maxLength: 5 }),
 }));
@@ -89,5 +105,30 @@ describe("an accepted include pattern's groups never climb out of the working di
       expect(accepted(p), p).toBe(false);
     }
     for (const p of ["../@(a|rel)/**", "@(a..b|rel)/**", "x.@(a|.)/**"]) expect(accepted(p), p).toBe(true);
+  });
+});
+
+describe("an include pattern's matches lie under its own bases", () => {
+  it("holds for any accepted pattern of wildcards and groups, beside a walk moved up", () => {
+    fc.assert(
+      fc.property(wildPattern, (pieces) => {
+        const p = `${pieces.map((x) => x.text).join("")}/**`;
+        const top = pieces.map((x) => x.top).join("");
+        // the user's own `..` walks up as asked (and from higher up would walk all of /tmp)
+        fc.pre(!/(^|\/)\.\.(\/|$)/.test(top) && !p.startsWith("/") && !p.startsWith("!"));
+        if (!accepted(p)) return;
+        // as a capture matches it: the gateway's own wrapping of the library, links followed
+        const m = matchIncludes(cwd, [p, "!../elsewhere/**"], globSync);
+        const bases = patternBases(p, cwd);
+        for (const f of m.files) {
+          expect(f.rel.startsWith("../"), `${p} digests ${f.rel}`).toBe(false);
+          expect(
+            bases.some((b) => f.abs === b || f.abs.startsWith(`${b}/`)),
+            `${p} digests ${f.abs}, outside ${bases.join(", ")}`,
+          ).toBe(true);
+        }
+      }),
+      { numRuns: 400, seed: 20261207 },
+    );
   });
 });
