@@ -80,6 +80,24 @@ function expandHome(pattern: string): string {
   return pattern;
 }
 
+/**
+ * The group a pattern opens with when it is `!(…)`, else null. The glob library (tinyglobby) takes a
+ * pattern opening with `!(` for a positive extglob, while a `!` opens a negation everywhere else
+ * here: accepted, its files were digested, yet neither watched nor judged for their reach (both
+ * skip negations). Refused rather than read as the library reads it: a negation that turns out to
+ * add files is not what was written.
+ */
+function leadingExtglob(p: string): string | null {
+  if (!p.startsWith("!(")) return null;
+  const scan = scanGroups(p);
+  const end = scan?.closer.get(1);
+  if (scan === null || end === undefined) return null;
+  return scan.tokens
+    .slice(0, end + 1)
+    .map((t) => t.src)
+    .join("");
+}
+
 /** How deep a pattern may nest its groups (`{…}`, `(…)`): far past any real one. */
 const MAX_GROUP_DEPTH = 32;
 
@@ -88,10 +106,11 @@ const MAX_GROUP_DEPTH = 32;
  * config key, and the pattern) when empty, malformed, a plain path that does not exist, one that an
  * alternative of its opening group makes absolute (includeGroups.ts: it can never match), one with
  * `..` in a brace group of alternatives (read as a range), one with `~` in a group, one whose group
- * makes a `..` segment (includeClimb.ts), one nesting groups too deep, or one whose walk (each
- * alternative's) reaches the whole file system, a top-level directory or the home directory
- * (includeReach.ts). Groups and escapes are read as the glob library reads them (includeScan.ts).
- * Relative patterns stay relative to `cwd`; absolute ones stay absolute and are watched there.
+ * makes a `..` segment (includeClimb.ts), one nesting groups too deep, one opening with `!(` (a
+ * positive pattern to the glob library: leadingExtglob), or one whose walk (each alternative's)
+ * reaches the whole file system, a top-level directory or the home directory (includeReach.ts).
+ * Groups and escapes are read as the glob library reads them (includeScan.ts). Relative patterns
+ * stay relative to `cwd`; absolute ones stay absolute and are watched there.
  */
 export function checkIncludes(patterns: readonly string[], cwd: string, where: string): string[] {
   return patterns.map((given) => {
@@ -132,6 +151,12 @@ export function checkIncludes(patterns: readonly string[], cwd: string, where: s
     if (climbing !== null) {
       throw bad(
         `can never match what its group ${climbing} lists with "..": the glob library matches a group's alternatives only below the directory the group is in, never climbing out of it; give each alternative that climbs as a pattern of its own, opening with its .. (such as ../shared/**)`,
+      );
+    }
+    const positiveGroup = leadingExtglob(p);
+    if (positiveGroup !== null) {
+      throw bad(
+        `opens with the group ${positiveGroup}, which the glob library reads as a pattern of files to digest (any name but what the group lists), not as a negation; to digest them write it after ./ (such as ./${p}), and to leave them out give it a second ! (such as !${p})`,
       );
     }
     if (!p.startsWith("!")) {

@@ -8,6 +8,8 @@
 // - `~` in a group (`{~/a,~/b}/**`): read as a folder named ~ in the working directory;
 // - `\.` in a brace group (`{rel,\.\./a}`): picomatch drops that backslash, so it is a range as
 //   `{rel,../a}` is; and `\{a,b}` (the folder named {a,b}) was refused as "unclosed".
+// - a pattern opening with `!(` (`!(x)/**`): a negation to portcullis, a pattern of files to the
+//   library, whose files were digested, yet neither watched nor judged for their reach.
 // The real CLI and the real glob library; the refusal comes before the keyring is looked for.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -172,6 +174,45 @@ describe("escapes, read as the glob library reads them", () => {
       expect(r.code, pattern).toBe(2);
       expect(r.stderr, pattern).toContain("no keyring");
       expect(r.stderr, pattern).not.toContain("identity.include");
+    }
+  });
+});
+
+describe("a pattern opening with !(", () => {
+  it("is a pattern of files to the glob library: refused naming the flag or the file, the pattern and its group; after ./, or negated with a second !, accepted", async () => {
+    const p = project();
+    mkdirSync(join(p.dir, "x"));
+    writeFileSync(join(p.dir, "x", "a.js"), "");
+    const opts = { cwd: p.dir, dot: true, onlyFiles: true };
+    // beside rel/** it adds the files of every folder but x: nothing is left out
+    expect(globSync(["rel/**", "!(x)/**"], opts)).toEqual(["rel/r.js", "{a,b}/q.js"]);
+    // written with a second ! (or as !./!(x)/**) it leaves them out
+    expect(globSync(["**/*.js", "!!(x)/**"], opts)).toEqual(["x/a.js"]);
+    expect(globSync(["**/*.js", "!./!(x)/**"], opts)).toEqual(["x/a.js"]);
+
+    const sentence = (pattern: string, group: string) =>
+      `${JSON.stringify(pattern)} opens with the group ${group}, which the glob library reads as a pattern of files to digest (any name but what the group lists), not as a negation; to digest them write it after ./ (such as ./${pattern}), and to leave them out give it a second ! (such as !${pattern}).\n`;
+    const r = await runCli(
+      ["run", "--label", "x", "--watch", "rel/**", "--watch", "!(x)/**", "--", "node", "s.js"],
+      {
+        cwd: p.dir,
+        stateDir: p.state,
+      },
+    );
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(`portcullis run: --watch: ${sentence("!(x)/**", "!(x)")}`);
+    const c = await run(p, "!(x|y)/*.js");
+    expect(c.code).toBe(2);
+    expect(c.stderr).toBe(
+      `portcullis run: identity.include of "s" in ${p.file}: ${sentence("!(x|y)/*.js", "!(x|y)")}`,
+    );
+
+    for (const pattern of ["./!(x)/**", "!!(x)/**", "!./!(x)/**"]) {
+      const a = await run(p, pattern);
+      // the next refusal: no keyring in a state directory never set up
+      expect(a.code, pattern).toBe(2);
+      expect(a.stderr, pattern).toContain("no keyring");
+      expect(a.stderr, pattern).not.toContain("identity.include");
     }
   });
 });
