@@ -29,7 +29,8 @@ for (const f of ["proj/rel/r.js", "proj/a/p.js", "proj/x./q.js", "a/x.js", "rel/
 type Piece = { text: string; top: string };
 
 // literal names only: a wildcard (`.?`, `@()*`, `.!(a)`, `[.][.]`) can match `..` too beside a walk
-// moved up, which no check judges yet (the check here is of the dots a group's segment spells)
+// moved up; the check here is of the dots a group's segment spells, and the matching keeps what a
+// wildcard reads there out (the property of the next describe)
 const atom = fc.constantFrom("a", "rel", "x", ".", "..", "/");
 const group = (
   inner: fc.Arbitrary<Piece[]>,
