@@ -93,8 +93,6 @@ export async function serveListen(
   const { server, store, log } = shared;
   // every session's link while it lives: a second signal hurries their shutdowns
   const links = new Set<ServerLink>();
-  // every session's gateway while it lives: the front's close answers their waiting calls first
-  const gateways = new Set<Gateway>();
   const verifier = new DecisionVerifier(store, shared.stateDir, (seqs) =>
     log.warn(
       `the audit chain pins other approver keys after the first, by no rotation signed with the key current then (records ${seqs.join(", ")}): ignored`,
@@ -117,18 +115,13 @@ export async function serveListen(
     findPeer: (ours, theirs) => findPeer(ours, theirs, log),
     processKey: (peer) =>
       peer.pid !== null && peer.startTime !== null ? `${peer.pid}-${peer.startTime}` : null,
-    open: (session, peer) =>
-      openSession(shared, verifier, session, peer, links, gateways, ending, settings.token),
+    open: (session, peer) => openSession(shared, verifier, session, peer, links, ending, settings.token),
   });
   const port = await front.listen();
   return {
     port,
-    // The clients never stopped asking: a call waiting for a human (or held) gets its refusal on
-    // its own exchange, as on stdio, before the sessions end and answer the rest session_ended.
-    close: () =>
-      front.close(async () => {
-        await Promise.all([...gateways].map((g) => g.answerWaiting()));
-      }),
+    // each session's end answers its gateway's waiting calls first (SessionHooks.answerWaiting)
+    close: () => front.close(),
     hurry: () => {
       for (const link of links) link.hurry();
     },
@@ -142,6 +135,10 @@ export async function serveListen(
  * connection unidentified for its whole life.
  */
 const LOOK_AGAIN_MS = [10, 20, 50, 120];
+
+/** Why the connection is over when one HTTP session ends (what its held requests are told). */
+const SESSION_ENDS =
+  "the HTTP session ended (the client deleted it, or it was idle past the timeout): nothing more is sent to the server for it";
 
 /**
  * The process behind a connection from this machine (Linux): the one process holding the other
@@ -213,7 +210,6 @@ function openSession(
   session: HttpSession,
   peer: Peer,
   links: Set<ServerLink>,
-  gateways: Set<Gateway>,
   frontEnding: FrontEnding,
   /** the front's bearer token: a client that has it on its command line is not recorded with it */
   token: string | null,
@@ -282,7 +278,6 @@ function openSession(
     ...runGatewayOptions(server, supervisor, registry),
     onEnd: () => void session.end(),
   });
-  gateways.add(gateway);
   const heartbeat = trackEpochs(supervisor, {
     label: server.label,
     stateDir: shared.stateDir,
@@ -320,6 +315,11 @@ function openSession(
   let closed: Promise<void> | null = null;
   return {
     deliver: (text, idText, written) => gateway?.onClientLine(text, idText, written),
+    // The client never stopped asking (it deleted the session, went idle, or the front closes): a
+    // call waiting for a human, or a request held, gets its own refusal, recorded, as on stdio at a
+    // signal, before the session answers the rest session_ended and its run ends.
+    answerWaiting: () =>
+      gateway?.answerWaiting(frontEnding.on ? undefined : SESSION_ENDS) ?? Promise.resolve(),
     answerRefused: (id, problem) => gateway?.onClientAnswerRefused(id, problem),
     // this session's client is behind: its own server is left unread, no other session's
     flow: (reading) => supervisor.setReading?.(reading),
@@ -347,7 +347,6 @@ function openSession(
         });
         if (!registry.end() && frontEnding.on) frontEnding.rows.push(registry);
         links.delete(supervisor);
-        if (gateway) gateways.delete(gateway);
       })();
       return closed;
     },

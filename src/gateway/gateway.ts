@@ -997,10 +997,12 @@ export class Gateway {
    * request stays pending until the run's end closes it), and held requests are answered. Calls
    * already at the server are not touched: they are answered in the server's grace. Resolves
    * once the decisions ended (bounded), so the answers go out before the client's output closes.
+   * `why`: why the connection is over, what a request held while no process can serve it is told
+   * (the gateway's shutdown, or the end of the one HTTP session it serves).
    */
-  async answerWaiting(): Promise<void> {
+  async answerWaiting(why: string = SHUTTING_DOWN): Promise<void> {
     if (this.ended) return;
-    this.connectionOver(SHUTTING_DOWN);
+    this.connectionOver(why);
     // the server is about to be stopped: no fetch starts any more, not even for a held request
     this.catalog.stop();
     this.guarded.abortDecisions(CONNECTION_ENDS);

@@ -150,15 +150,13 @@ export class HttpFront {
   }
 
   /**
-   * Stops accepting, ends every session (their servers stop), closes the socket. `beforeEnd` runs
-   * once no new request is taken and before any session ends: what is still owed an answer then
-   * can still be answered on its own exchange.
+   * Stops accepting, ends every session (each answers what its gateway still owes first, then its
+   * server stops), closes the socket.
    */
-  async close(beforeEnd?: () => Promise<void>): Promise<void> {
+  async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
     if (this.reaper) clearInterval(this.reaper);
-    await beforeEnd?.();
     await Promise.all([...this.sessions.values()].map((s) => s.end()));
     const server = this.server;
     if (server) {

@@ -26,6 +26,13 @@ export interface SessionHooks {
    * request is answered with an error instead (`Gateway.onClientAnswerRefused`).
    */
   answerRefused(id: Id, problem: RefusedAnswer): void;
+  /**
+   * The session's end began (DELETE, the idle timeout, the front's close): what the gateway still
+   * owes an answer it gives itself, on its own exchange, recorded as on stdio (a call waiting for
+   * a human, a request held for the catalog or behind a replayed handshake); resolves once those
+   * answers went out. What is left open after it is answered session_ended.
+   */
+  answerWaiting?(): Promise<void>;
   /** the session is over: stop the server behind it and end the agent run */
   close(): Promise<void>;
   /**
@@ -125,6 +132,8 @@ export class HttpSession implements Downstream {
   private readonly standalone = new SseStream("0", this.budget, undefined, 256);
   private readonly idTexts = new ClientIds();
   private ended = false;
+  /** the end under way (`end`), once it began: it answers the gateway's waiting requests first */
+  private ending: Promise<void> | null = null;
   /** a debug line (what is kept for resumption), when debug lines go somewhere */
   private readonly debug: ((line: string) => void) | null;
   /** the wire id of the session's initialize, until it is answered */
@@ -196,6 +205,14 @@ export class HttpSession implements Downstream {
     this.exchanges.set(wire, ex);
     if (msg.method === "initialize") this.initializeWire = wire;
     this.open(ex);
+    if (this.ending !== null) {
+      // The session's end began: the gateway is answering what it holds, and one more request
+      // would be decided, held or sent after that, past its answers (and its run's end), never
+      // recorded. It gets the answer of a request still open at the end, and is not delivered.
+      const ended = refuse.httpSessionEnded();
+      this.finishExchange(ex, errorResponse(ex.clientId, ended.code, ended.message, ended.data));
+      return;
+    }
     if (ex.progressKey !== null) this.byProgress.set(ex.progressKey, ex);
     res.once("close", () => {
       if (res.writableFinished || ex.res !== res) return;
@@ -406,9 +423,25 @@ export class HttpSession implements Downstream {
     void this.end();
   }
 
-  /** Ends the session: every open exchange gets an error answer, then the server behind stops. */
-  async end(): Promise<void> {
-    if (this.ended) return;
+  /**
+   * Ends the session: what the gateway owes an answer of its own (a call waiting for a human, a
+   * request held) gets it first and is recorded, every exchange still open then gets an error
+   * answer, then the server behind stops. Called again meanwhile: the same end.
+   */
+  end(): Promise<void> {
+    this.ending ??= this.endOnce();
+    return this.ending;
+  }
+
+  private async endOnce(): Promise<void> {
+    try {
+      await this.hooks?.answerWaiting?.();
+    } catch (e) {
+      // the session ends all the same: what is left open gets session_ended below
+      this.log?.warn(
+        `http: answering what session ${this.id.slice(0, 8)}… waits on failed: ${(e as Error).message}`,
+      );
+    }
     const ended = refuse.httpSessionEnded();
     for (const ex of [...this.exchanges.values()])
       this.finishExchange(ex, errorResponse(ex.clientId, ended.code, ended.message, ended.data));
