@@ -7,16 +7,20 @@
 // the front's SIGTERM. Real `run --listen` (dist) on 127.0.0.1, the lenient fixture (its tools/list
 // or its replayed initialize held while a file exists), raw HTTP.
 //
-// What failed before: a DELETE or the idle timeout answered the held requests session_ended and
-// ended the run; the gateway, never told, kept them held, and none was recorded. SIGTERM was right
-// already (the front asked every gateway to answer what waits before the sessions ended).
+// A call waiting for a human when the client DELETEs its session is refused authorization_required,
+// recorded, and its request closed with the run, as at SIGTERM (listen-lifecycle.test.ts).
+//
+// What failed before: a DELETE or the idle timeout answered the held requests (and a call waiting
+// for a human) session_ended and ended the run; the gateway, never told, kept them held (the wait
+// going on), and none was recorded. SIGTERM was right already (the front asked every gateway to
+// answer what waits before the sessions ended).
 import { existsSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { argumentsDigest } from "../../src/audit/events.js";
 import { openStore } from "../../src/store/db.js";
-import { verifiedAuditEvents } from "../helpers/approvals.js";
+import { expectRequestClosedWithRun, verifiedAuditEvents } from "../helpers/approvals.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { killWithReplayHeld, newEpoch } from "../helpers/replayHeld.js";
@@ -203,4 +207,38 @@ describe("requests held behind the handshake replayed to a new server process wh
     l.proc.kill("SIGTERM");
     await expectRecorded(l, ["call", "read"]);
   }, 90_000);
+});
+
+describe("a call waiting for a human when the HTTP session ends", () => {
+  it("the client's DELETE: refused authorization_required, recorded, its request closed with the run", async () => {
+    const l = await startListener(fixtureCommand("habits"), { args: ["--approval", "session"] });
+    cleanup.push(() => l.close());
+    const headers = l.headers({ "mcp-session-id": await openSession(l) });
+    const listed = await raw(l, {
+      headers,
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    expect(listed.body).toContain("slow");
+    const call = raw(l, {
+      headers,
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: "waits",
+        method: "tools/call",
+        params: { name: "slow", arguments: { ms: 1 } },
+      }),
+    });
+    await waitFor(() => /approval needed for "slow"/.test(l.stderr()), 10_000, "the approval request");
+    expect((await raw(l, { method: "DELETE", headers })).status).toBe(200);
+    // before: session_ended, the wait going on past the run's end
+    expect(answerOf(await call, "waits").error).toMatchObject({
+      code: -32050,
+      data: { error: "authorization_required" },
+    });
+    await waitFor(() => runsEnded(l.stateDir), 20_000, "the session's run to end");
+    l.proc.kill("SIGTERM");
+    await l.exited;
+    // as on stdio and at SIGTERM: the call's refusal recorded, then the run's end closes the request
+    await expectRequestClosedWithRun(l.stateDir);
+  }, 60_000);
 });
