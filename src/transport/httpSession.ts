@@ -166,8 +166,12 @@ export class HttpSession implements Downstream {
     return this.keptBytes;
   }
 
+  /**
+   * Its end began (`end`): a modern client's next request opens a new session rather than meet
+   * this one's end (its gateway may still be answering what it held).
+   */
   get isEnded(): boolean {
-    return this.ended;
+    return this.ending !== null;
   }
 
   /**
