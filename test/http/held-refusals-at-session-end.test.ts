@@ -7,14 +7,17 @@
 // the front's SIGTERM. Real `run --listen` (dist) on 127.0.0.1, the lenient fixture (its tools/list
 // or its replayed initialize held while a file exists), raw HTTP.
 //
+// The gateway ending the session itself (the new process refuses the replayed handshake) answers
+// and records them the same way (Gateway.end, then the session's end).
 // A call waiting for a human when the client DELETEs its session is refused authorization_required,
 // recorded, and its request closed with the run, as at SIGTERM (listen-lifecycle.test.ts).
 //
 // What failed before: a DELETE or the idle timeout answered the held requests (and a call waiting
 // for a human) session_ended and ended the run; the gateway, never told, kept them held (the wait
-// going on), and none was recorded. SIGTERM was right already (the front asked every gateway to
-// answer what waits before the sessions ended).
-import { existsSync, writeFileSync } from "node:fs";
+// going on), and none was recorded. SIGTERM and the gateway's own end were right already (the
+// front asked every gateway to answer what waits before the sessions ended; Gateway.end answers
+// what it holds before it ends the session).
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -60,6 +63,7 @@ async function frontWithSession(catalogHeld: boolean, args: string[] = []) {
   const methodLog = join(dir, "methods.jsonl");
   const listHold = join(dir, "list-hold");
   const initHold = join(dir, "init-hold");
+  const initRefuse = join(dir, "init-refuse");
   if (catalogHeld) writeFileSync(listHold, "");
   const l: Listener = await startListener(fixtureCommand("lenient"), {
     args: ["--approval", "none", "--hold-timeout", "120000", ...args],
@@ -67,6 +71,7 @@ async function frontWithSession(catalogHeld: boolean, args: string[] = []) {
       FIXTURE_METHOD_LOG: methodLog,
       FIXTURE_LIST_HOLD: listHold,
       FIXTURE_INIT_HOLD: initHold,
+      FIXTURE_INIT_REFUSE: initRefuse,
       PORTCULLIS_DEBUG: "1",
     },
   });
@@ -76,7 +81,7 @@ async function frontWithSession(catalogHeld: boolean, args: string[] = []) {
     existsSync(methodLog) ? readJsonLines<{ method: string; pid: number }>(methodLog) : [];
   const listed = catalogHeld ? "held tools/list" : "tools/list";
   await waitFor(() => logged().some((m) => m.method === listed), 20_000, `the server's ${listed}`);
-  return { l, headers: l.headers({ "mcp-session-id": session }), logged, initHold };
+  return { l, headers: l.headers({ "mcp-session-id": session }), logged, initHold, initRefuse };
 }
 
 /** Resolves once the gateway read the held call (its hold line) and the read (a debug line). */
@@ -203,6 +208,32 @@ describe("requests held behind the handshake replayed to a new server process wh
       });
     // the held initialize was never answered: nothing of the requests reached a server
     expect(logged().filter((m) => m.method === "tools/call" || m.method === "resources/read")).toEqual([]);
+    await waitFor(() => runsEnded(l.stateDir), 20_000, "the session's run to end");
+    l.proc.kill("SIGTERM");
+    await expectRecorded(l, ["call", "read"]);
+  }, 90_000);
+});
+
+describe("requests held behind a replayed handshake when the gateway ends the HTTP session", () => {
+  it("the new process refuses the handshake: each told why, recorded once, before run_ended (right before too)", async () => {
+    const { l, headers, logged, initHold, initRefuse } = await frontWithSession(false);
+    const serverPid = logged().find((m) => m.method === "initialize")!.pid;
+    await killWithReplayHeld(l, initHold, serverPid, logged);
+    const epoch = newEpoch(l);
+    const call = raw(l, { headers, body: CALL });
+    const read = raw(l, { headers, body: READ });
+    await heldRead(l);
+    writeFileSync(initRefuse, "");
+    rmSync(initHold);
+    for (const [r, id] of [
+      [await call, "call"],
+      [await read, "read"],
+    ] as const)
+      expect(answerOf(r, id).error).toMatchObject({
+        code: -32053,
+        message: expect.stringMatching(/^The gateway ended the connection/),
+        data: { error: "identity_pending", currentEpoch: epoch },
+      });
     await waitFor(() => runsEnded(l.stateDir), 20_000, "the session's run to end");
     l.proc.kill("SIGTERM");
     await expectRecorded(l, ["call", "read"]);
