@@ -8,13 +8,15 @@
 // This file is the module's one door; the reading is done by the files behind it, one concern
 // each: procRead.ts (procfs files, ps, the stat line, start times), procDescribe.ts (one process:
 // what it is and what it runs), procProbe.ts (the forwarding path's cheap re-reads), procTree.ts
-// (a process's descendants and children), procPeer.ts (the process behind a TCP connection),
+// (a process's descendants and children), procGroup.ts (what is left of a process group once its
+// leader is gone), procPeer.ts (the process behind a TCP connection),
 // procLiveness.ts (whether a recorded process still runs, across PID namespaces and boots),
 // procPortcullis.ts (whether a recorded pid runs portcullis, by its command line),
 // procLocks.ts (the processes holding a store's write lock), procSockets.ts (the abstract unix
 // sockets a process holds: the marks a gateway vouches for its approval requests with) and
 // procLimits.ts (this process's descriptor limit, which caps the HTTP front's connections).
 export { describeOsProcess, execImage, isOwnExecutable, type OsProcess, plainExe } from "./procDescribe.js";
+export { carriersOf, type GroupMember, stillCarries } from "./procGroup.js";
 export { openFilesSoftLimit } from "./procLimits.js";
 export {
   inAnotherNamespace,

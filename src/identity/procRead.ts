@@ -35,6 +35,9 @@ export function readProcFile(path: string, encoding: BufferEncoding = "utf8"): s
 
 export interface StatLine {
   ppid: number;
+  /** fields 5 and 6: its process group and session (numbered by the pids of their leaders) */
+  pgid: number;
+  session: number;
   state: string;
   /** field 22, clock ticks since boot: opaque, stable for the process's lifetime */
   startTime: string;
@@ -72,8 +75,17 @@ export function parseProcStat(text: string): StatLine | null {
   const f = text.slice(r + 2).split(" ");
   // f[0] is field 3 (state); field 22 (starttime, clock ticks since boot) is f[19].
   const ppid = Number(f[1]);
+  const pgid = Number(f[2]);
+  const session = Number(f[3]);
   const startTime = f[19];
-  if (!Number.isInteger(ppid) || startTime === undefined || !/^\d+$/.test(startTime)) return null;
+  if (
+    !Number.isInteger(ppid) ||
+    !Number.isInteger(pgid) ||
+    !Number.isInteger(session) ||
+    startTime === undefined ||
+    !/^\d+$/.test(startTime)
+  )
+    return null;
   const [vsize, startCode, endCode, startStack] = [f[20], f[23], f[24], f[25]];
   const codeless = startCode === "0" && endCode === "0";
   const execing = codeless && vsize !== undefined && vsize !== "0";
@@ -87,6 +99,8 @@ export function parseProcStat(text: string): StatLine | null {
       : `${startCode}:${endCode}:${startStack}`;
   return {
     ppid,
+    pgid,
+    session,
     state: f[0] ?? "?",
     startTime,
     image,

@@ -1,14 +1,15 @@
 // The process groups of every server a supervisor launched (src/supervisor/supervisor.ts): a dead
 // generation's group is ended after a grace period, and every earlier one at shutdown.
-import { signalLaunchedGroup } from "./groupSignal.js";
+import { type Leader, signalLaunchedGroup } from "./groupSignal.js";
 
 export class ProcessGroups {
   /**
    * The process group of every server launched (its pgid is the launched process's pid), with
-   * that process's start time as read at its spawn (null when none could be read), until the
-   * group has been sent SIGKILL: a dead generation's leftovers can ignore SIGTERM.
+   * that process's leader record (groupSignal.ts: its start time as read at its spawn, what was
+   * left of its group when it was reaped), until the group has been sent SIGKILL: a dead
+   * generation's leftovers can ignore SIGTERM.
    */
-  private readonly groups = new Map<number, string | null>();
+  private readonly groups = new Map<number, Leader>();
   private readonly timers = new Set<NodeJS.Timeout>();
   /** set by killAll: a shutdown waits no longer for any group to end on its own */
   private hurried = false;
@@ -17,11 +18,11 @@ export class ProcessGroups {
 
   /**
    * A server was launched: its process group (named by its pid) is ours until it is killed.
-   * `startTime`: the leader's, as read at its spawn (groupSignal.ts, leaderStartTime); read any
-   * later, it may be another process's that took the pid of a server already reaped.
+   * `leader`: its record made at the spawn (groupSignal.ts, recordLeader); a start time read any
+   * later may be another process's that took the pid of a server already reaped.
    */
-  launched(pgid: number, startTime: string | null): void {
-    this.groups.set(pgid, startTime);
+  launched(leader: Leader): void {
+    this.groups.set(leader.pid, leader);
   }
 
   /**
@@ -36,7 +37,7 @@ export class ProcessGroups {
       this.timers.delete(timer);
       // The group emptied, its number may have been taken by the next server launched (the pid
       // of a group is free once no member is left, and a busy machine reuses pids within the
-      // grace): that launch's entry replaced this one, and its start time would pass `signal`'s
+      // grace): that launch's entry replaced this one, and its leader would pass `signal`'s
       // check. The SIGKILL is for the group ended here only.
       if (this.groups.get(pgid) !== started) return;
       this.signal(pgid, "SIGKILL");
@@ -90,7 +91,7 @@ export class ProcessGroups {
    */
   private signal(pgid: number, signal: NodeJS.Signals | 0): boolean {
     if (!this.groups.has(pgid)) return false;
-    const done = signalLaunchedGroup(pgid, this.groups.get(pgid) ?? null, signal);
+    const done = signalLaunchedGroup(this.groups.get(pgid)!, signal);
     if (done === "another") this.groups.delete(pgid);
     return done === "sent";
   }

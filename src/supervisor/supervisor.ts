@@ -18,7 +18,7 @@ import type { SpawnCredentials } from "../vault/delivery.js";
 import { type AfterCrash, CrashLoop, type LoopStop } from "./crashLoop.js";
 import type { EarlyStart } from "./earlyStart.js";
 import { type Generation, newGeneration, settleGeneration } from "./generation.js";
-import { leaderStartTime } from "./groupSignal.js";
+import { leaderOf } from "./groupSignal.js";
 import { spawnAndCapture } from "./launchCapture.js";
 import type { LinkEvents, ServerLink } from "./link.js";
 import { ProcessGroups } from "./processGroups.js";
@@ -209,7 +209,8 @@ export class Supervisor extends EventEmitter<SupervisorEvents> implements Server
     const prestarted = early?.take(spec, extra) ?? null;
     // its group is ours from the spawn: a shutdown during the capture ends it with the others
     const launched = (s: Started) => {
-      if (s.child.pid !== undefined) this.groups.launched(s.child.pid, leaderStartTime(s.child));
+      const leader = leaderOf(s.child);
+      if (leader !== null) this.groups.launched(leader);
     };
     const { started, stat } = await spawnAndCapture(spec, cache, log, extra, alsoWarm, prestarted, launched);
     if (this.stopping) {

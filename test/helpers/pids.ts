@@ -1,6 +1,6 @@
 // Choosing the next pid (Linux, root in the PID namespace: /proc/sys/kernel/ns_last_pid), for the
 // tests of a pid reused by an unrelated process: what a dead gateway or server's pid may become.
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, type StdioOptions, spawn } from "node:child_process";
 import { accessSync, constants, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -74,22 +74,40 @@ export function sleeperUnder(pid: number, onCleanup: (end: () => void) => void):
  * tells whose it was: the first fatal signal sent decides it) can be waited for.
  */
 export function sleepingChildUnder(pid: number, onCleanup: (end: () => void) => void): ChildProcess | null {
-  return whileChoosing(() => tryUnder(pid, onCleanup));
+  const other = childUnder(pid, "sleep", ["1000"], "ignore");
+  if (other !== null)
+    onCleanup(() => {
+      if (alive(pid)) process.kill(-pid, "SIGKILL");
+    });
+  return other;
 }
 
-function tryUnder(pid: number, onCleanup: (end: () => void) => void): ChildProcess | null {
+/**
+ * `command` started under `pid` as this process's child, leading a process group (and session) of
+ * its own, as a detached spawn does; null when not obtained. Ending it is the caller's.
+ */
+export function childUnder(
+  pid: number,
+  command: string,
+  args: string[],
+  stdio: StdioOptions,
+): ChildProcess | null {
+  return whileChoosing(() => tryUnder(pid, () => spawn(command, args, { detached: true, stdio })));
+}
+
+function tryUnder(pid: number, start: () => ChildProcess): ChildProcess | null {
   // Another process may take the pid between the write and the fork: try again. 50 tries were
   // not enough in a clean-clone run whose other test files forked all the while.
   for (let attempt = 0; attempt < 1000; attempt++) {
     writeFileSync(NS_LAST_PID, String(pid - 1));
-    const other = spawn("sleep", ["1000"], { detached: true, stdio: "ignore" });
-    if (other.pid === pid) {
-      onCleanup(() => {
-        if (alive(pid)) process.kill(-pid, "SIGKILL");
-      });
-      return other;
+    const other = start();
+    if (other.pid === pid) return other;
+    // its whole group: a command may have forked already
+    try {
+      if (other.pid !== undefined) process.kill(-other.pid, "SIGKILL");
+    } catch {
+      // gone already
     }
-    if (other.pid !== undefined) process.kill(other.pid, "SIGKILL");
   }
   return null;
 }

@@ -38,6 +38,7 @@ describe("processes are read in one place", () => {
     // proc.ts itself only re-exports what these read
     const behindProc = [
       "procDescribe.ts",
+      "procGroup.ts",
       "procLimits.ts",
       "procLocks.ts",
       "procPeer.ts",

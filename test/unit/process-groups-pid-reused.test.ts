@@ -8,16 +8,22 @@
 // Real processes, a pid chosen for the second one (root on Linux: /proc/sys/kernel/ns_last_pid).
 import { type ChildProcess, spawn } from "node:child_process";
 import { afterEach, expect, it } from "vitest";
-import { pidHolderStartTime } from "../../src/identity/proc.js";
+import { type Leader, leaderOf, recordLeader } from "../../src/supervisor/groupSignal.js";
 import { ProcessGroups } from "../../src/supervisor/processGroups.js";
 import { alive } from "../helpers/files.js";
-import { canChoosePids, sleeperUnder } from "../helpers/pids.js";
+import { canChoosePids, sleepingChildUnder } from "../helpers/pids.js";
 
 let cleanup: (() => void)[] = [];
 afterEach(() => {
   for (const c of cleanup.reverse()) c();
   cleanup = [];
 });
+
+/** Its leader record, made right after the spawn as spawnServer makes it. */
+function recorded(child: ChildProcess): Leader {
+  recordLeader(child);
+  return leaderOf(child)!;
+}
 
 function detached(command: string, args: string[]): ChildProcess {
   const child = spawn(command, args, { detached: true, stdio: "ignore" });
@@ -45,24 +51,26 @@ it.skipIf(!canChoosePids())(
       ["-e", "process.on('SIGTERM',()=>{});setInterval(()=>{},1e6);process.stdout.write('ready')"],
       { detached: true, stdio: ["ignore", "pipe", "ignore"] },
     );
+    const stubbornLeader = recorded(stubborn);
     cleanup.push(() => {
       if (stubborn.pid !== undefined && alive(stubborn.pid)) process.kill(-stubborn.pid, "SIGKILL");
     });
     // its handler in place before any SIGTERM comes
     await new Promise((resolve) => stubborn.stdout?.once("data", resolve));
-    groups.launched(stubborn.pid as number, pidHolderStartTime(stubborn.pid as number));
+    groups.launched(stubbornLeader);
     const old = detached("sleep", ["1000"]);
     const pid = old.pid as number;
-    groups.launched(pid, pidHolderStartTime(pid)); // read at the spawn, as the supervisor does
+    groups.launched(recorded(old)); // read at the spawn, as the supervisor does
     old.kill("SIGKILL");
     await exited(old); // reaped: its number is free
     groups.end(pid); // the old generation's end: SIGKILL to what is left of its group, after the grace
     groups.end(stubborn.pid as number);
-    const next = sleeperUnder(pid, (end) => cleanup.push(end)); // the next launch, under the freed number
+    // the next launch, under the freed number
+    const next = sleepingChildUnder(pid, (end) => cleanup.push(end));
     if (next === null) return; // the pid could not be had (another process took it first): nothing to judge
-    groups.launched(next, pidHolderStartTime(next));
+    groups.launched(recorded(next));
     expect(alive(stubborn.pid as number), "the next launch came within the grace").toBe(true);
     await exited(stubborn);
-    expect(alive(next)).toBe(true);
+    expect(alive(pid)).toBe(true);
   },
 );
