@@ -23,7 +23,7 @@ import { sameJson } from "../util/canonical.js";
 import { counted } from "../util/counted.js";
 import { cutText } from "../util/cut.js";
 import { envMs } from "../util/envMs.js";
-import { drillRecord, entryPath, signallable } from "./drillRecord.js";
+import { drillRecord, entryPath, type SeenServer, seenServer, signalServerGroup } from "./drillRecord.js";
 import type { DrillServer } from "./drillServer.js";
 
 export interface DrillOptions {
@@ -175,6 +175,8 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
     const epochA = await waitFor(() => currentEpoch(store), "the first execution epoch", ms);
     // read as any row of the store another process can write (drillRecord.ts)
     const recordA = drillRecord(store, epochA);
+    // the process the record names, read now (its parent and start time): what the restart signals
+    const serverA = seenServer(recordA);
     pass(`epoch ${epochA}, server pid ${recordA.processId}, entry ${entryPath(recordA) ?? "(none found)"}`);
 
     const listed = await client.listTools();
@@ -245,7 +247,7 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
       o.say(
         `    no --rebuild: restarting the server process (same code) to prove the epoch changes; give --rebuild CMD to run a real build`,
       );
-      epochB = await restartServer(recordA.processId, transport.pid, newEpoch, ms);
+      epochB = await restartServer(serverA, transport.pid, newEpoch, ms);
     }
     const factsB = epochFacts(store, epochB);
     const digestA = epochFacts(store, epochA)?.identity;
@@ -334,20 +336,14 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
  * of its own group, so a wrapper's child goes too); SIGKILL only if it ignores SIGTERM.
  */
 async function restartServer(
-  pid: number,
-  /** the drill's gateway: only a process it started is signalled (signallable) */
+  server: SeenServer,
+  /** the drill's gateway: only a process it started is signalled (signalServerGroup) */
   gatewayPid: number | null,
   newEpoch: (within: number) => Promise<string>,
   ms: number,
 ): Promise<string> {
-  const signal = (sig: NodeJS.Signals) => {
-    if (signallable(pid, gatewayPid) === "gone") return; // its respawn is coming
-    try {
-      process.kill(-pid, sig);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "ESRCH") throw e; // already gone: its respawn is coming
-    }
-  };
+  // "gone": its respawn is coming
+  const signal = (sig: NodeJS.Signals) => void signalServerGroup(server, gatewayPid, sig);
   signal("SIGTERM");
   const grace = Math.min(5_000, ms);
   try {
@@ -361,7 +357,7 @@ async function restartServer(
   } catch (e) {
     if (e instanceof GatewayEnded) throw e;
     throw new Error(
-      `no new execution epoch within ${ms / 1000} s of restarting the server process (pid ${pid}): the supervisor did not start it again (see the gateway's log)`,
+      `no new execution epoch within ${ms / 1000} s of restarting the server process (pid ${server.pid}): the supervisor did not start it again (see the gateway's log)`,
     );
   }
 }

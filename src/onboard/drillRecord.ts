@@ -8,6 +8,7 @@
 import { describeOsProcess } from "../identity/procDescribe.js";
 import type { Store } from "../store/db.js";
 import { type StoredShape, storedJson } from "../store/storedJson.js";
+import { type Leader, signalLaunchedGroup } from "../supervisor/groupSignal.js";
 
 export interface DrillRecord {
   /** the server process the supervisor started: its process group is what a restart signals */
@@ -56,17 +57,43 @@ export function entryPath(record: DrillRecord): string | null {
 }
 
 /**
- * Whether the record's server process may be signalled: a child of the drill's own gateway
- * (`gatewayPid`, the process the drill spawned). The pid comes from a row any process of the user
- * can rewrite, and a restart signals its whole process group: one that names another process (a
- * rewritten record, or the pid reused once the server is gone) is refused in one sentence, and
- * nothing is signalled. "gone": no such process (its respawn is coming).
+ * The record's server process as the OS showed it when step 1 read the record: its parent and its
+ * start time, from one read (null: no process had the pid). The restart (step 4) signals its
+ * group by that start time, not by whatever holds the pid then: the server may have exited, been
+ * reaped by the gateway and its pid given to another process since, a child of the gateway's (its
+ * next server) as much as anyone's.
  */
-export function signallable(pid: number, gatewayPid: number | null): "yes" | "gone" {
-  const parent = describeOsProcess(pid)?.ppid;
-  if (parent === undefined) return "gone";
-  if (gatewayPid !== null && parent === gatewayPid) return "yes";
-  throw new Error(
-    `the server pid ${pid} in the drill's store (gateways.record_json) is not a process the drill's gateway${gatewayPid === null ? "" : ` (pid ${gatewayPid})`} started: something rewrote the record, so the drill sends it no signal`,
-  );
+export interface SeenServer {
+  pid: number;
+  seen: { ppid: number; startTime: string } | null;
+}
+
+export function seenServer(record: DrillRecord): SeenServer {
+  const p = describeOsProcess(record.processId);
+  return { pid: record.processId, seen: p === null ? null : { ppid: p.ppid, startTime: p.startTime } };
+}
+
+/**
+ * Sends `signal` to the group of the server seen at step 1, a child of the drill's own gateway
+ * (`gatewayPid`, the process the drill spawned). The pid comes from a row any process of the user
+ * can rewrite, and a restart signals its whole process group: a record that named another process
+ * at step 1 is refused in one sentence, and nothing is signalled. The signal itself goes through
+ * the supervisor's own check (groupSignal.ts), against the start time seen at step 1: "gone" when
+ * the pid names another process now, or the server is reaped (what is left of its group is its
+ * gateway's to end, which saw the reap) — its respawn is coming.
+ */
+export function signalServerGroup(
+  server: SeenServer,
+  gatewayPid: number | null,
+  signal: NodeJS.Signals,
+): "sent" | "gone" {
+  const { pid, seen } = server;
+  if (seen === null) return "gone";
+  if (gatewayPid === null || seen.ppid !== gatewayPid)
+    throw new Error(
+      `the server pid ${pid} in the drill's store (gateways.record_json) is not a process the drill's gateway${gatewayPid === null ? "" : ` (pid ${gatewayPid})`} started: something rewrote the record, so the drill sends it no signal`,
+    );
+  // not reaped by this process: with no holder, nothing of its group is known to be the drill's
+  const leader: Leader = { pid, startTime: seen.startTime, leftAtExit: "unseen" };
+  return signalLaunchedGroup(leader, signal) === "sent" ? "sent" : "gone";
 }
