@@ -46,10 +46,11 @@ export function recordLeader(child: ChildProcess): void {
 function leftInGroup(pgid: number): readonly GroupMember[] | "unread" {
   try {
     process.kill(-pgid, 0);
-  } catch {
-    // an empty group can never fill again as ours: no process can join a group that is gone, nor
-    // lead one under a number still held as a session's (a reserved pid is given to no process)
-    return [];
+  } catch (e) {
+    // An empty group can never fill again as ours: no process can join a group that is gone, nor
+    // lead one under a number still held as a session's (a reserved pid is given to no process).
+    // EPERM: members are left that this process may not signal (a setuid program's): read them.
+    if ((e as NodeJS.ErrnoException).code === "ESRCH") return [];
   }
   return carriersOf(pgid) ?? "unread";
 }
