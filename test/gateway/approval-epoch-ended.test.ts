@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 import { listGateways } from "../../src/gateway/registry.js";
 import { openExistingStore } from "../../src/store/db.js";
 import { httpLogin, raw, startConsoleProcess } from "../console/helpers.js";
-import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest, pending } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { inventoryGateway } from "../helpers/inventoryGateway.js";
@@ -125,7 +125,7 @@ describe.concurrent("an approval given after the server was replaced covers noth
       const { stateDir, project, gw } = await setup(40_000, cleanup);
       const old = await epochNow(stateDir);
       const call = gw.client.callTool({ name: "adjust_inventory", arguments: ARGS }).catch((e) => e);
-      const req = await nextRequest(stateDir);
+      const req = await nextStoredRequest(stateDir);
       expect(req.executionEpoch).toBe(old);
 
       const now = await replaceServer(project, gw, stateDir, old);
@@ -149,7 +149,7 @@ describe.concurrent("an approval given after the server was replaced covers noth
         await gw.client.callTool({ name: "adjust_inventory", arguments: ARGS }).catch((e) => e),
       );
       expect(first.data.error).toBe("approval_timeout");
-      const req = await nextRequest(stateDir);
+      const req = await nextStoredRequest(stateDir);
       expect(req.executionEpoch).toBe(old);
 
       const now = await replaceServer(project, gw, stateDir, old);
@@ -210,7 +210,7 @@ describe.concurrent("approve --json after the server was replaced", () => {
     const { stateDir, project, gw } = await setup(40_000, cleanup);
     const old = await epochNow(stateDir);
     const call = gw.client.callTool({ name: "adjust_inventory", arguments: ARGS }).catch((e) => e);
-    const req = await nextRequest(stateDir);
+    const req = await nextStoredRequest(stateDir);
     const now = await replaceServer(project, gw, stateDir, old);
 
     const r = await decideByCli(stateDir, "approve", req.request, "--for", "call", "--json");

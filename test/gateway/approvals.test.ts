@@ -5,7 +5,7 @@ import { execFileSync } from "node:child_process";
 import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest, pending } from "../helpers/approvals.js";
 import { childrenOf, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
@@ -65,7 +65,7 @@ describe("the seed's six-step rebuild test", () => {
     const epochA = await epochOf(stateDir);
     // … and the write tool approved for this run
     const first = gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "S-1", delta: 1 } });
-    const req1 = await nextRequest(stateDir);
+    const req1 = await nextStoredRequest(stateDir);
     expect(req1.tool).toBe("adjust_inventory");
     await decide(stateDir, "approve", req1.request, "--for", "session");
     // 2. one call, marked revision=A
@@ -115,7 +115,7 @@ describe("the seed's six-step rebuild test", () => {
       name: "adjust_inventory",
       arguments: { sku: "S-1", delta: 2, warehouse: "w" },
     });
-    const req2 = await nextRequest(stateDir, new Set([req1.request]));
+    const req2 = await nextStoredRequest(stateDir, new Set([req1.request]));
     const shown = await runCli(["approvals", "--state-dir", stateDir]);
     expect(shown.stdout).toContain(epochB);
     expect(shown.stdout).toMatch(/warehouse/);
@@ -156,12 +156,12 @@ describe("grants across runs and modes", () => {
     const y = await inventory(project, stateDir, ["--approval-timeout", "30000"]);
     await Promise.all([x.client.listTools(), y.client.listTools()]);
     const callX = x.client.callTool({ name: "read_status", arguments: {} });
-    const rx = await nextRequest(stateDir);
+    const rx = await nextStoredRequest(stateDir);
     await decide(stateDir, "approve", rx.request);
     await callX;
     // run Y asks on its own
     const callY = y.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
-    const ry = await nextRequest(stateDir, new Set([rx.request]));
+    const ry = await nextStoredRequest(stateDir, new Set([rx.request]));
     expect(ry.agentRun).not.toBe(rx.agentRun);
     await decide(stateDir, "deny", ry.request, "--reason", "not this one");
     expect(refusal(await callY).data).toMatchObject({ error: "approval_denied" });
@@ -175,7 +175,7 @@ describe("grants across runs and modes", () => {
     expect(grants).toHaveLength(1);
     await decide(stateDir, "revoke", grants[0]!.grant);
     const again = x.client.callTool({ name: "read_status", arguments: {} });
-    const r3 = await nextRequest(stateDir, new Set([rx.request, ry.request]));
+    const r3 = await nextStoredRequest(stateDir, new Set([rx.request, ry.request]));
     await decide(stateDir, "approve", r3.request, "--for", "call");
     await again;
     expect(project.records().map((r) => r.tool)).toEqual(["read_status", "read_status", "read_status"]);
@@ -190,7 +190,7 @@ describe("grants across runs and modes", () => {
     const gw = await inventory(project, stateDir, ["--approval", "per-call", "--approval-timeout", "4000"]);
     await gw.client.listTools();
     const first = gw.client.callTool({ name: "read_status", arguments: {} });
-    const r1 = await nextRequest(stateDir);
+    const r1 = await nextStoredRequest(stateDir);
     await decide(stateDir, "approve", r1.request, "--for", "call");
     await first;
     const timedOut = refusal(

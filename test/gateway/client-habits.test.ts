@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { holderSocketPath } from "../../src/vault/holder.js";
-import { auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
+import { auditEvents, decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { readJsonLines, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -763,12 +763,12 @@ describe("a request the client cancelled once it reached the server", () => {
     // A: approved, at the server (its progress came back), then cancelled; its answer, over the
     // size limit, comes later and is dropped unread
     blob("pA", 200_000, 2500);
-    await decideByCli(stateDir, "approve", (await nextRequest(stateDir, seen)).request);
+    await decideByCli(stateDir, "approve", (await nextStoredRequest(stateDir, seen)).request);
     await waitFor(() => progressOf("pA").length === 2, 10_000, "A's progress from the server");
     cancel(gw, 5);
     // B, under the same id (free again at once), waits for a human: the gateway speaks under pB
     blob("pB", 8, 0);
-    const bRequest = await nextRequest(stateDir, seen);
+    const bRequest = await nextStoredRequest(stateDir, seen);
     await waitFor(() => progressOf("pB").length === 1, 10_000, "the gateway's progress for B");
     // (the premise: A's answer came after B's progress began)
     expect(gw.stderr()).not.toMatch(/dropped a \d+-byte message from the server/);

@@ -6,7 +6,7 @@
 // both.
 
 import { afterEach, describe, expect, it } from "vitest";
-import { auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
+import { auditEvents, decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { startInventory } from "../helpers/gateway.js";
 import { makeProject } from "../helpers/project.js";
 import { newStateDir } from "../helpers/state.js";
@@ -71,7 +71,7 @@ describe("a decision is recorded once, with who decided", () => {
   it("an approval given while the call waits is recorded once, not again by the gateway", async () => {
     const { stateDir, gw } = await setup(["--approval", "session", "--approval-timeout", "40000"]);
     const waiting = gw.client.callTool({ name: "read_status", arguments: {} });
-    const { request } = await nextRequest(stateDir);
+    const { request } = await nextStoredRequest(stateDir);
     await decideByCli(stateDir, "approve", request, "--for", "session");
     expect((await waiting).isError).toBeFalsy();
 

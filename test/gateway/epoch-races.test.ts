@@ -18,7 +18,14 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { listGateways } from "../../src/gateway/registry.js";
 import { openExistingStore } from "../../src/store/db.js";
-import { auditEvents, decideByCli, nextRequest, type Pending, waitForPending } from "../helpers/approvals.js";
+import {
+  auditEvents,
+  decideByCli,
+  nextStoredRequest,
+  type Pending,
+  storedPending,
+  waitForPending,
+} from "../helpers/approvals.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { runCli } from "../helpers/gateway.js";
@@ -214,7 +221,7 @@ describe("a watcher's worker killed while a call waits for a human", () => {
       // a first call, approved, tells which worker reads the pipe
       const firstAnswer = gw.next((m) => m.id === "first", 30_000);
       gw.send({ jsonrpc: "2.0", id: "first", method: "tools/call", params: { name: "read_status" } });
-      await decideByCli(gw.stateDir, "approve", (await nextRequest(gw.stateDir, seen)).request);
+      await decideByCli(gw.stateDir, "approve", (await nextStoredRequest(gw.stateDir, seen)).request);
       const first = answered(await firstAnswer);
       expect(first).toMatchObject({ revision: "A" });
       const e1 = await epochOf(gw.stateDir);
@@ -222,7 +229,7 @@ describe("a watcher's worker killed while a call waits for a human", () => {
       // one only at a change), and then the human approves it for epoch e1
       const waitingAnswer = gw.next((m) => m.id === "waiting", 60_000);
       gw.send({ jsonrpc: "2.0", id: "waiting", method: "tools/call", params: { name: "read_status" } });
-      const asked = await nextRequest(gw.stateDir, seen);
+      const asked = await nextStoredRequest(gw.stateDir, seen);
       expect(asked.executionEpoch).toBe(e1);
       await killWorker(first!.pid as number);
       await decideByCli(gw.stateDir, "approve", asked.request);
@@ -246,6 +253,7 @@ describe("a watcher's worker killed while a call waits for a human", () => {
         (list) => (answer !== null ? "answered" : (list.find((q) => !seen.has(q.request)) ?? null)),
         30_000,
         "a new approval request (or an answer)",
+        storedPending,
       );
       expect(answer, "the next worker answered a call approved for the killed one's epoch").toBeNull();
       expect(again).not.toBe("answered");

@@ -8,7 +8,7 @@ import {
   ProgressNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
+import { auditEvents, decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { sleep, waitFor } from "../helpers/files.js";
 import { type Session, startDirect, startGateway } from "../helpers/gateway.js";
 import { EVERYTHING, NODE } from "../helpers/paths.js";
@@ -181,7 +181,13 @@ describe("server-everything behind a gateway that asks a human", () => {
       await gw.next(
         (m) => m.method === "notifications/progress" && /waiting for human/.test(m.params.message),
       );
-      await decideByCli(gw.stateDir, "approve", (await nextRequest(gw.stateDir)).request, "--for", "call");
+      await decideByCli(
+        gw.stateDir,
+        "approve",
+        (await nextStoredRequest(gw.stateDir)).request,
+        "--for",
+        "call",
+      );
       const answer = await gw.next((m) => m.id === "long", 20_000);
       expect(JSON.stringify(answer.result.content)).toContain("completed");
       const progress = gw

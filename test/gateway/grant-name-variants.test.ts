@@ -65,6 +65,7 @@ it("a grant for deploy (and café) covers no tool whose name only reads the same
     (l) => (l.length === VARIANTS.length ? l : null),
     20_000,
     "a request for each look-alike",
+    storedPending,
   );
   expect(asked.map((p) => p.tool).sort()).toEqual([...VARIANTS].sort());
   await gw.close();

@@ -9,7 +9,7 @@
 // it receives, byte for byte), the decision by the real CLI.
 
 import { afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest, pending } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { rawlinesGateway } from "../helpers/raw.js";
@@ -56,7 +56,7 @@ describe("a tools/call's params beyond its arguments", () => {
       },
     });
     const seen = new Set<string>();
-    const req = await nextRequest(gw.stateDir, seen);
+    const req = await nextStoredRequest(gw.stateDir, seen);
     // what the human reads: the arguments, and nothing of mallory
     const shown = (await pending(gw.stateDir)).find((p) => p.request === req.request) as unknown as {
       review: { arguments: { name: string; value: unknown }[] };

@@ -10,7 +10,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { waitForAuditEvent } from "../helpers/auditWait.js";
 import { scriptedCatalogGateway } from "../helpers/scriptedCatalog.js";
 
@@ -65,7 +65,7 @@ describe("a tool that widens while its call waits for a human", () => {
       });
       await gw.request("tools/list");
       gw.send({ jsonrpc: "2.0", id: "d1", method: "tools/call", params: { name: "deploy", arguments: {} } });
-      const request = await nextRequest(gw.stateDir);
+      const request = await nextStoredRequest(gw.stateDir);
       writeFileSync(join(dir, "flip"), "");
       await waitForAuditEvent(
         gw.stateDir,

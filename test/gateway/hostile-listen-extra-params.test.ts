@@ -9,7 +9,7 @@
 
 import { existsSync, readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { completeLines } from "../helpers/completeLines.js";
 import { waitFor } from "../helpers/files.js";
 import { lenientListenGateway } from "../helpers/lenientListens.js";
@@ -80,7 +80,7 @@ describe("a 2026-07-28 listen's members beyond its filter", () => {
         _meta: envelope,
       },
     });
-    const asked = await nextRequest(gw.stateDir);
+    const asked = await nextStoredRequest(gw.stateDir);
     expect(asked.tool).toBe("resources/subscribe test://a");
     await decideByCli(gw.stateDir, "approve", asked.request);
     const [, named] = await waitFor(

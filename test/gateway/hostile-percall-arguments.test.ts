@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest, pending } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
@@ -115,7 +115,7 @@ describe("a per-call approval and the JSON text the client writes", () => {
         '{"to":"alice","amount":5,"to":"mallory","\\u0061mount":5000,"memo":{"note":"a","note":"b"}}}}\n',
     );
     const seen = new Set<string>();
-    const req = await nextRequest(gw.stateDir, seen);
+    const req = await nextStoredRequest(gw.stateDir, seen);
     const shown = await reviewed(gw.stateDir, req.request);
     await decideByCli(gw.stateDir, "approve", req.request, "--for", "call");
     const answer = await gw.next((m: WireMessage) => m.id === 7, 30_000);
@@ -139,7 +139,7 @@ describe("a per-call approval and the JSON text the client writes", () => {
       params: { name: "pay", arguments: { to: "alice" } },
     });
     const seen = new Set<string>();
-    const req = await nextRequest(gw.stateDir, seen);
+    const req = await nextStoredRequest(gw.stateDir, seen);
     expect(await reviewed(gw.stateDir, req.request)).toEqual({ to: "alice", amount: 1 });
     // the same id (also spelled 9.0), other arguments, while the first is held
     gw.send(
@@ -172,14 +172,14 @@ describe("a per-call approval and the JSON text the client writes", () => {
     };
     gw.send(call);
     const seen = new Set<string>();
-    const req = await nextRequest(gw.stateDir, seen);
+    const req = await nextStoredRequest(gw.stateDir, seen);
     await decideByCli(gw.stateDir, "approve", req.request, "--for", "call");
     await gw.next((m: WireMessage) => m.id === 11 && m.method === undefined, 30_000);
     // the same again, its keys in another order
     gw.send(
       '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"arguments":{"amount":2,"to":"alice"},"name":"pay"}}\n',
     );
-    const again = await nextRequest(gw.stateDir, seen);
+    const again = await nextStoredRequest(gw.stateDir, seen);
     expect(again.request).not.toBe(req.request);
     expect(calls()).toHaveLength(1);
   }, 90_000);

@@ -10,7 +10,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -51,7 +51,7 @@ describe("a guarded read's params beyond its target", () => {
 
     // the human approves reads of test://a for the session
     const first = gw.client.request({ method: "resources/read", params: { uri: "test://a" } }, ResultSchema);
-    const req = await nextRequest(stateDir, new Set());
+    const req = await nextStoredRequest(stateDir, new Set());
     expect(req.tool).toBe("resources/read test://a");
     await decideByCli(stateDir, "approve", req.request, "--for", "session");
     await first;

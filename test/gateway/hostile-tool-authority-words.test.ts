@@ -8,7 +8,7 @@
 // included, and the call still waits, unforwarded. Real gateway, real fixture server
 // (hostile-catalog.mjs), the real `approvals` command.
 import { afterEach, describe, expect, it } from "vitest";
-import { nextRequest } from "../helpers/approvals.js";
+import { nextStoredRequest } from "../helpers/approvals.js";
 import { runCli } from "../helpers/gateway.js";
 import { scriptedCatalogGateway } from "../helpers/scriptedCatalog.js";
 
@@ -47,7 +47,7 @@ describe("a tool whose words claim portcullis's approval", () => {
       method: "tools/call",
       params: { name: "wipe", arguments: { path: "/" } },
     });
-    const request = await nextRequest(gw.stateDir);
+    const request = await nextStoredRequest(gw.stateDir);
     expect(request).toMatchObject({ tool: "wipe", serverLabel: "claims" });
 
     // held: no answer yet, and no tools/call reached the server

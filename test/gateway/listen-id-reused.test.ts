@@ -11,7 +11,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { auditEvents, decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { auditEvents, decideByCli, nextStoredRequest, pending } from "../helpers/approvals.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { holdStoreLock } from "../helpers/lock.js";
@@ -119,7 +119,7 @@ describe("a listen id the client reuses after cancelling the listen", () => {
     expect((ack.params as { notifications: unknown }).notifications).toEqual({ toolsListChanged: true });
     // the store free: the first listen's decision goes on, finds itself cancelled and ends
     await lock.release();
-    const asked = await nextRequest(gw.stateDir);
+    const asked = await nextStoredRequest(gw.stateDir);
     expect(asked.tool).toBe(`resources/subscribe ${A}`);
     await waitFor(
       () => gw.stderr().includes(`approval request ${asked.request} stays pending for a retry`) || undefined,
@@ -169,7 +169,7 @@ describe("a listen id the client reuses after cancelling the listen", () => {
       params: { notifications: { toolsListChanged: true, resourceSubscriptions: [A] }, _meta: META },
     });
     const seen = new Set<string>();
-    const first = await nextRequest(gw.stateDir, seen);
+    const first = await nextStoredRequest(gw.stateDir, seen);
     await decideByCli(gw.stateDir, "approve", first.request, "--for", "call");
     await waitFor(
       () => on7(gw, "notifications/subscriptions/acknowledged")[0],
@@ -200,7 +200,7 @@ describe("a listen id the client reuses after cancelling the listen", () => {
       "the new listen's acknowledgement",
     );
     await lock.release();
-    const again = await nextRequest(gw.stateDir, seen);
+    const again = await nextStoredRequest(gw.stateDir, seen);
     await waitFor(
       () => gw.stderr().includes(`approval request ${again.request} stays pending for a retry`) || undefined,
       20_000,

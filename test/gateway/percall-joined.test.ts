@@ -4,7 +4,7 @@
 // the human sees a second request for it. A denial of the joined request answers both. Real
 // gateway, real fixture server, decisions by the real CLI.
 import { afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
 import { startInventory } from "../helpers/gateway.js";
 import { makeProject } from "../helpers/project.js";
@@ -32,7 +32,7 @@ async function twoJoinedCalls(mode: "per-call" | "session" = "per-call") {
       .catch((e: unknown) => e as { code: number; message: string; data: Record<string, unknown> });
   const calls = [call(), call()];
   const seen = new Set<string>();
-  const first = await nextRequest(stateDir, seen);
+  const first = await nextStoredRequest(stateDir, seen);
   await gw.waitForStderr(/joins approval request/, 20_000);
   return { stateDir, project, calls, first, seen };
 }
@@ -50,7 +50,7 @@ describe("identical per-call calls joined on one request", () => {
       const ok = await decideByCli(stateDir, "approve", first.request, "--for", "call");
       expect(ok.code).toBe(0);
       // a second request, for the call left without an approval, while its hold still runs
-      const second = await nextRequest(stateDir, seen);
+      const second = await nextStoredRequest(stateDir, seen);
       expect(second.request).not.toBe(first.request);
       expect(second.tool).toBe("read_status");
       // the approved call runs (the server records it as it is served: the second request may be

@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { childrenOf, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
@@ -47,7 +47,13 @@ describe("progress state ends with its request", () => {
         )
       ).params.progress;
     const approveNext = async () =>
-      decideByCli(gw.stateDir, "approve", (await nextRequest(gw.stateDir, seen)).request, "--for", "call");
+      decideByCli(
+        gw.stateDir,
+        "approve",
+        (await nextStoredRequest(gw.stateDir, seen)).request,
+        "--for",
+        "call",
+      );
     const atServer = (message: string) =>
       waitFor(
         () => {

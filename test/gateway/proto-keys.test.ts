@@ -2,7 +2,7 @@
 // JSON.parse keeps them as data and the server receives them, so what a human reviews and what
 // the audit records must hold them too, never a copy that lost them.
 import { afterEach, describe, expect, it } from "vitest";
-import { auditEvents, decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { auditEvents, decideByCli, nextStoredRequest, pending } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
 import { waitFor } from "../helpers/files.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -44,7 +44,7 @@ describe("a call whose arguments hold a __proto__ key", () => {
     gw.send(
       `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"write","arguments":${ARGS_TEXT}}}\n`,
     );
-    const req = await nextRequest(gw.stateDir);
+    const req = await nextStoredRequest(gw.stateDir);
     const listed = (await pending(gw.stateDir)).find((p) => p.request === req.request) as unknown as {
       review: { arguments: { name: string; value: unknown; note?: string }[] };
     };

@@ -5,7 +5,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest, pending } from "../helpers/approvals.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -63,7 +63,7 @@ describe('approval.resources "session"', () => {
     const { stateDir, reads, read } = await readGateway("session");
     const seen = new Set<string>();
     const first = read("test://a");
-    const req = await nextRequest(stateDir, seen);
+    const req = await nextStoredRequest(stateDir, seen);
     expect(req.tool).toBe("resources/read test://a");
     expect(req.mode).toBe("session");
     // held while the human decides: nothing reached the server
@@ -83,7 +83,7 @@ describe('approval.resources "session"', () => {
 
     // another uri is another target: a human is asked again
     const other = read("test://b");
-    const again = await nextRequest(stateDir, seen);
+    const again = await nextStoredRequest(stateDir, seen);
     expect(again.tool).toBe("resources/read test://b");
     expect(reads()).toEqual(["test://a", "test://a"]);
     await decideByCli(stateDir, "approve", again.request);
@@ -103,7 +103,7 @@ describe('approval.resources "session"', () => {
     });
     const seen = new Set<string>();
     const first = read("test://a");
-    await decideByCli(stateDir, "approve", (await nextRequest(stateDir, seen)).request);
+    await decideByCli(stateDir, "approve", (await nextStoredRequest(stateDir, seen)).request);
     await first;
     const epochA = await epochOf(stateDir);
     writeFileSync(join(dir, "marker.txt"), "two");
@@ -112,7 +112,7 @@ describe('approval.resources "session"', () => {
     expect(stale.data).toMatchObject({ error: "authorization_stale", approvedEpoch: epochA });
     expect(stale.data.changedTools).toEqual(["resources/read test://a"]);
     const again = read("test://a");
-    const req = await nextRequest(stateDir, seen);
+    const req = await nextStoredRequest(stateDir, seen);
     expect(req.tool).toBe("resources/read test://a");
     await decideByCli(stateDir, "approve", req.request);
     expect(await again).toMatchObject({ contents: [{ uri: "test://a" }] });
@@ -121,7 +121,7 @@ describe('approval.resources "session"', () => {
   it("a denied read gets approval_denied and never reaches the server", async () => {
     const { stateDir, reads, read } = await readGateway("session");
     const denied = read("test://secret").catch((e: unknown) => e as { code: number; data: unknown });
-    const req = await nextRequest(stateDir, new Set());
+    const req = await nextStoredRequest(stateDir, new Set());
     expect(req.tool).toBe("resources/read test://secret");
     await decideByCli(stateDir, "deny", req.request);
     const e = (await denied) as { code: number; data: Record<string, unknown> };
@@ -136,7 +136,7 @@ describe('approval.resources "per-call"', () => {
     const seen = new Set<string>();
     for (let i = 1; i <= 2; i++) {
       const r = read("test://a");
-      const req = await nextRequest(stateDir, seen);
+      const req = await nextStoredRequest(stateDir, seen);
       expect(req).toMatchObject({ tool: "resources/read test://a", mode: "per-call" });
       await decideByCli(stateDir, "approve", req.request);
       expect(await r).toMatchObject({ contents: [{ uri: "test://a" }] });

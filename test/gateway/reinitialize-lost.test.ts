@@ -8,7 +8,7 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { consoleAddressPath, writeConsoleAddress } from "../../src/console/address.js";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { loggedMethod, removeDir, tempDir } from "../helpers/files.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { type RawGateway, rawGateway } from "../helpers/raw.js";
@@ -58,7 +58,7 @@ async function callNeverElicits(peer: RawGateway, id: string): Promise<void> {
     method: "tools/call",
     params: { name: "echo", arguments: { message: "x" } },
   });
-  const req = await nextRequest(peer.stateDir);
+  const req = await nextStoredRequest(peer.stateDir);
   await decideByCli(peer.stateDir, "approve", req.request);
   const answer = await peer.next((m) => m.id === id && m.method === undefined, 30_000);
   expect(answer.result, `${JSON.stringify(answer)}\n${peer.stderr()}`).toBeDefined();

@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest, nextStoredRequest, verifiedAuditEvents } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest, verifiedAuditEvents } from "../helpers/approvals.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
@@ -153,7 +153,7 @@ describe("replaced workers", () => {
       "the new epoch in status",
     );
     void gw.client.callTool({ name: "whoami", arguments: {} }).catch(() => {});
-    const req = await nextRequest(gw.stateDir!);
+    const req = await nextStoredRequest(gw.stateDir!);
     expect(req.executionEpoch).toBe(after.epoch);
     const r = await runCli(["approvals", "--verbose", "--state-dir", gw.stateDir!]);
     expect(r.code, r.stderr).toBe(0);

@@ -8,7 +8,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { auditEvents, decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { auditEvents, decideByCli, nextStoredRequest, pending } from "../helpers/approvals.js";
 import { waitForAuditEvents } from "../helpers/auditWait.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import type { WireMessage } from "../helpers/gateway.js";
@@ -142,7 +142,7 @@ describe("resource subscriptions across server processes", () => {
     await gw.initialize({}, 20_000);
     const uri = await firstResource(gw);
     const subscribing = gw.request("resources/subscribe", { uri }, 30_000);
-    const asked = await nextRequest(gw.stateDir);
+    const asked = await nextStoredRequest(gw.stateDir);
     expect(asked.tool).toBe(`resources/subscribe ${uri}`);
     await decideByCli(gw.stateDir, "approve", asked.request);
     expect((await subscribing).error).toBeUndefined();
@@ -210,13 +210,13 @@ describe("resource subscriptions across server processes", () => {
     const uri = await firstResource(gw);
     const subscribing = gw.request("resources/subscribe", { uri }, 30_000);
     const seen = new Set<string>();
-    const asked = await nextRequest(gw.stateDir, seen);
+    const asked = await nextStoredRequest(gw.stateDir, seen);
     await decideByCli(gw.stateDir, "approve", asked.request, "--for", "call");
     expect((await subscribing).error).toBeUndefined();
 
     const first = serving(gw);
     process.kill(first.pid, "SIGKILL");
-    const again = await nextRequest(gw.stateDir, seen);
+    const again = await nextStoredRequest(gw.stateDir, seen);
     expect(again.tool).toBe(`resources/subscribe ${uri}`);
     await waitFor(() => serving(gw).epoch !== first.epoch || undefined, 20_000, "the next epoch");
     const next = serving(gw);
@@ -253,7 +253,7 @@ describe("resource subscriptions across server processes", () => {
     await gw.initialize({}, 20_000);
     const uri = await firstResource(gw);
     const subscribing = gw.request("resources/subscribe", { uri }, 30_000);
-    const asked = await nextRequest(gw.stateDir);
+    const asked = await nextStoredRequest(gw.stateDir);
     await decideByCli(gw.stateDir, "approve", asked.request);
     expect((await subscribing).error).toBeUndefined();
 
