@@ -9,7 +9,7 @@ import { chmodSync, copyFileSync, cpSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { tempDir } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { CLI, NODE } from "../helpers/paths.js";
@@ -91,7 +91,7 @@ async function approveAsAttacker(project: Project, stateDir: string, seen: Set<s
   await again.client.listTools();
   const call = again.client.callTool({ name: "adjust_inventory", arguments: { sku: "S-1", delta: 1 } });
   call.catch(() => {});
-  const request = await nextRequest(stateDir, seen);
+  const request = await nextStoredRequest(stateDir, seen);
   const approve = await runCli(["approve", request.request, "--for", "session", "--state-dir", stateDir], {
     env: attacker.env,
   });
@@ -121,7 +121,7 @@ async function approvedOnce(): Promise<{ stateDir: string; project: Project; see
     await gw.client.listTools();
     const seen = new Set<string>();
     const first = gw.client.callTool({ name: "read_status", arguments: {} });
-    await decideByCli(stateDir, "approve", (await nextRequest(stateDir, seen)).request);
+    await decideByCli(stateDir, "approve", (await nextStoredRequest(stateDir, seen)).request);
     await first;
     await gw.close();
     return { stateDir, project, seen };
@@ -218,7 +218,7 @@ describe("a chain that does not account for the store's history", () => {
     cleanup.push(() => gw.close());
     await gw.client.listTools();
     const call = gw.client.callTool({ name: "read_status", arguments: {} });
-    const approved = await decideByCli(stateDir, "approve", (await nextRequest(stateDir)).request);
+    const approved = await decideByCli(stateDir, "approve", (await nextStoredRequest(stateDir)).request);
     expect(approved.stderr).toMatch(/approver key [0-9a-f]{32} pinned in the audit chain/);
     await call;
     const verify = await runCli(["audit", "verify", "--state-dir", stateDir]);

@@ -8,7 +8,7 @@ import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
 import { hostEnv, runCli, startInventory } from "../helpers/gateway.js";
 import { CLI, fixtureCommand, NODE } from "../helpers/paths.js";
@@ -124,7 +124,7 @@ beforeAll(async () => {
   cleanup.push(() => gw.close());
   await gw.client.listTools();
   const call = gw.client.callTool({ name: "adjust_inventory", arguments: { sku: "S-1", delta: 1 } });
-  const request = await nextRequest(stateDir);
+  const request = await nextStoredRequest(stateDir);
   await decideByCli(stateDir, "approve", request.request, "--for", "session");
   await call;
   await gw.close();

@@ -3,7 +3,7 @@
 // (card and --verbose) print them shortened, with counts of what was left out, so every line
 // stays readable, and still say what matters: the enum changed, and by how much.
 import { afterEach, describe, expect, it } from "vitest";
-import { nextRequest } from "../helpers/approvals.js";
+import { nextStoredRequest } from "../helpers/approvals.js";
 import { makeCatalog, type ToolDef } from "../helpers/catalog.js";
 import { catalogGateway } from "../helpers/catalogGateway.js";
 import { runCli } from "../helpers/gateway.js";
@@ -76,7 +76,7 @@ describe("long server strings", () => {
 
     // The review of a call of the tool: the card and the full version.
     void gw.client.callTool({ name: "choose", arguments: { pick: "v1" } }).catch(() => {});
-    await nextRequest(stateDir);
+    await nextStoredRequest(stateDir);
     for (const args of [["approvals"], ["approvals", "--verbose"]]) {
       const r = await runCli([...args, "--state-dir", stateDir]);
       expect(r.code, r.stderr).toBe(0);

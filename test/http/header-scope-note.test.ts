@@ -7,7 +7,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { nextRequest } from "../helpers/approvals.js";
+import { nextStoredRequest } from "../helpers/approvals.js";
 import { tempDir } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
@@ -47,7 +47,7 @@ it("a call's review names the header's credential and says every tool uses it", 
   cleanup.push(() => gw.close());
   await gw.client.listTools();
   void gw.client.callTool({ name: "echo", arguments: { message: "x" } }).catch(() => {});
-  const request = await nextRequest(stateDir);
+  const request = await nextStoredRequest(stateDir);
   const listed = await runCli(["approvals", "--json"], { stateDir });
   const review = (
     JSON.parse(listed.stdout) as { requests: { request: string; review: Record<string, unknown> }[] }

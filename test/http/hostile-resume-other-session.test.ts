@@ -8,7 +8,7 @@
 // the same process naming the first one's event id. Neither gets the answer; its owner still does.
 import { spawnSync } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { NODE } from "../helpers/paths.js";
 import { firstEventThenDrop, sessionAwaitingApproval } from "../helpers/resumption.js";
 import type { Listener } from "./listen.js";
@@ -54,7 +54,7 @@ describe("resuming another client's stream", () => {
       }),
     );
     expect(eventId).toBe("1.1"); // predictable: any client can name it
-    const pending = await nextRequest(l.stateDir);
+    const pending = await nextStoredRequest(l.stateDir);
     await decideByCli(l.stateDir, "approve", pending.request, "--for", "call");
     // the answer is now kept for resumption in the session's stream 1
 

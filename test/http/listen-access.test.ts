@@ -11,7 +11,7 @@ import type { Duplex } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
 import { hostOriginProblem, hostsOfSockets } from "../../src/transport/httpAccess.js";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { modernMeta } from "../helpers/modernMeta.js";
@@ -397,7 +397,7 @@ describe("a modern-era session has no session id on the wire", () => {
       );
       expect((await a(modernBody(2, "tools/list"))).status).toBe(200);
       const call = a(modernBody(3, "tools/call", { name: "echo", arguments: { text: "A" } }));
-      const request = await nextRequest(l.stateDir);
+      const request = await nextStoredRequest(l.stateDir);
 
       // another local process with the token guesses the key; it gets nothing under any of them
       const script = `

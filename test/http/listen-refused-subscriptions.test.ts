@@ -8,7 +8,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client, type FetchLike, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { afterEach, describe, expect, it } from "vitest";
-import { auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
+import { auditEvents, decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { startListener } from "./listen.js";
@@ -99,10 +99,10 @@ describe("a partly refused subscriptions/listen over run --listen", () => {
 
     const opening = client.listen({ toolsListChanged: true, resourceSubscriptions: [A, B] });
     const seen = new Set<string>();
-    const askedA = await nextRequest(l.stateDir, seen);
+    const askedA = await nextStoredRequest(l.stateDir, seen);
     expect(askedA.tool).toBe(`resources/subscribe ${A}`);
     await decideByCli(l.stateDir, "approve", askedA.request);
-    const askedB = await nextRequest(l.stateDir, seen);
+    const askedB = await nextStoredRequest(l.stateDir, seen);
     expect(askedB.tool).toBe(`resources/subscribe ${B}`);
     await decideByCli(l.stateDir, "deny", askedB.request);
     const subscription = await opening;

@@ -5,7 +5,7 @@
 import { request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { RESUME_BUDGET_BYTES } from "../../src/transport/httpSession.js";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { fixtureCommand } from "../helpers/paths.js";
 import { firstEventThenDrop, sessionAwaitingApproval } from "../helpers/resumption.js";
 import { type Listener, startListener } from "./listen.js";
@@ -46,7 +46,7 @@ describe("resumable SSE", () => {
       method: "notifications/progress",
       params: { progressToken: "p1" },
     });
-    const req = await nextRequest(l.stateDir);
+    const req = await nextStoredRequest(l.stateDir);
     await decideByCli(l.stateDir, "approve", req.request, "--for", "call");
     const resumed = await raw(l, {
       method: "GET",

@@ -7,7 +7,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest, type Pending } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest, type Pending } from "../helpers/approvals.js";
 import { readJsonLines, removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
 import { type Listener, startListener } from "./listen.js";
@@ -63,7 +63,7 @@ async function setup(): Promise<Setup> {
 /** Sends a call and waits until it waits for a human: its approval request. */
 async function pendingCall(s: Setup, on: Connection, body: object): Promise<[Promise<RawResponse>, Pending]> {
   const answer = on.post(body);
-  const pending = await nextRequest(s.l.stateDir, s.seen);
+  const pending = await nextStoredRequest(s.l.stateDir, s.seen);
   return [answer, pending];
 }
 

@@ -12,7 +12,7 @@ import { spawn } from "node:child_process";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
+import { auditEvents, decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { runCli } from "../helpers/gateway.js";
 import { fixtureCommand, NODE } from "../helpers/paths.js";
@@ -112,7 +112,7 @@ describe("the run --listen bearer token", () => {
     });
 
     // a human looks at the request, every way it can be shown, then approves it
-    const request = await nextRequest(stateDir);
+    const request = await nextStoredRequest(stateDir);
     const shown: [string, string][] = [];
     for (const args of [["approvals"], ["approvals", "--verbose"], ["approvals", "--json"]]) {
       const r = await runCli(args, { stateDir });

@@ -12,7 +12,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
 import { type Listener, startListener } from "./listen.js";
 
@@ -110,7 +110,7 @@ describe("v1 StreamableHTTPClientTransport through run --listen", () => {
     const { client } = await connect(l);
     await client.listTools();
     const call = client.callTool({ name: "test_simple_text", arguments: {} });
-    const req = await nextRequest(l.stateDir);
+    const req = await nextStoredRequest(l.stateDir);
     expect(req.tool).toBe("test_simple_text");
     await decideByCli(l.stateDir, "approve", req.request, "--for", "call");
     expect((await call).isError).toBeFalsy();

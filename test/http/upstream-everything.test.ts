@@ -3,7 +3,7 @@
 // a human approval given through the real CLI. It keeps an event store, so its SSE streams open
 // with priming events.
 import { afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest, pending } from "../helpers/approvals.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { newStateDir } from "../helpers/state.js";
 import { type EverythingHttp, everythingOverHttp } from "./everythingHttp.js";
@@ -33,7 +33,7 @@ describe("run --url against server-everything (Streamable HTTP)", () => {
     expect(tools).toContain("echo");
 
     const call = gw.client.callTool({ name: "echo", arguments: { message: "through the guard" } });
-    const req = await nextRequest(stateDir);
+    const req = await nextStoredRequest(stateDir);
     expect(req.tool).toBe("echo");
     expect(req.serverLabel).toBe("everything");
     await decideByCli(stateDir, "approve", req.request, "--for", "session");

@@ -8,7 +8,7 @@ import { type Client, Client as SdkClient } from "@modelcontextprotocol/sdk/clie
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { remoteUrlProblem } from "../../src/config/remote.js";
-import { auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
+import { auditEvents, decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { readJsonLines, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway } from "../helpers/gateway.js";
 import { newStateDir } from "../helpers/state.js";
@@ -180,7 +180,7 @@ describe("run --url over HTTPS", () => {
     const gw = await gateway(f.server.url, [], stateDir);
     await gw.client.listTools();
     const call = gw.client.callTool({ name: "echo", arguments: { message: "hi" } });
-    const req = await nextRequest(stateDir);
+    const req = await nextStoredRequest(stateDir);
     // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are the subject
     const CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/;
     const views = [
@@ -202,7 +202,7 @@ describe("run --url over HTTPS", () => {
     const gw = await gateway(f.server.url, ["--approval-timeout", "30000"], stateDir);
     await gw.client.listTools();
     const first = gw.client.callTool({ name: "note", arguments: { text: "a" } });
-    const req = await nextRequest(stateDir);
+    const req = await nextStoredRequest(stateDir);
     await decideByCli(stateDir, "approve", req.request, "--for", "session");
     expect(text(await first)).toContain("noted");
     const epochA = (await row(stateDir, (r) => r.epoch !== null)).epoch;
@@ -226,7 +226,7 @@ describe("run --url over HTTPS", () => {
     // the person asked again is not told the same code runs: nothing over the wire shows the code
     await gw.client.listTools();
     const again = gw.client.callTool({ name: "note", arguments: { text: "c" } }).catch((e) => e);
-    const req2 = await nextRequest(stateDir, new Set([req.request]));
+    const req2 = await nextStoredRequest(stateDir, new Set([req.request]));
     const page = (await runCli(["approvals", "--state-dir", stateDir])).stdout;
     expect(page).toContain(
       `new execution epoch since the last approval (${epochA}): a new session with the remote server; portcullis cannot tell whether its code changed`,
@@ -318,7 +318,7 @@ describe("run --url over HTTPS", () => {
     const gw = await gateway(f.server.url, ["--approval-timeout", "30000"], stateDir);
     await gw.client.listTools();
     const first = gw.client.callTool({ name: "note", arguments: { text: "a" } });
-    const req1 = await nextRequest(stateDir);
+    const req1 = await nextStoredRequest(stateDir);
     await decideByCli(stateDir, "approve", req1.request, "--for", "session");
     await first;
     const a = await row(stateDir, (r) => r.record !== null);
@@ -339,7 +339,7 @@ describe("run --url over HTTPS", () => {
     });
     await gw.client.listTools();
     const second = gw.client.callTool({ name: "note", arguments: { text: "b" } }).catch((e) => e);
-    const req2 = await nextRequest(stateDir, new Set([req1.request]));
+    const req2 = await nextStoredRequest(stateDir, new Set([req1.request]));
     const shown = await runCli(["approvals", "--json", "--state-dir", stateDir]);
     const review = (
       JSON.parse(shown.stdout).requests as {

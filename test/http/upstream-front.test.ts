@@ -6,7 +6,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
-import { auditActivity, auditEvents, decideByCli, nextRequest } from "../helpers/approvals.js";
+import { auditActivity, auditEvents, decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
 import { runCli, type Session, startGateway } from "../helpers/gateway.js";
 import { newStateDir } from "../helpers/state.js";
@@ -101,7 +101,7 @@ async function approvedBehindFront(o: FrontOptions = {}): Promise<Setup> {
   cleanup.push(() => gw.close());
   await gw.client.listTools();
   const first = gw.client.callTool({ name: "echo", arguments: { message: "a" } });
-  const req = await nextRequest(stateDir);
+  const req = await nextStoredRequest(stateDir);
   await decideByCli(stateDir, "approve", req.request, "--for", "session");
   await first;
   // the grant's own epoch, as its request names it: what a call is stale against. The row's
@@ -226,7 +226,7 @@ describe("run --url: a front that answers initialize 5xx while the server is dow
     await expectStale(s.gw, s.epochA, b.epoch);
     // a call approved under the new epoch runs
     const call = s.gw.client.callTool({ name: "echo", arguments: { message: "c" } });
-    await decideByCli(s.stateDir, "approve", (await nextRequest(s.stateDir)).request);
+    await decideByCli(s.stateDir, "approve", (await nextStoredRequest(s.stateDir)).request);
     await call;
 
     // one epoch more than before, however many initializes the front refused: in the audit...

@@ -11,7 +11,7 @@
 // - the audit keeps both inventories and the classification (catalog_revised, grants_revoked).
 // Real gateway, real catalog fixture, approvals by the real CLI with the passphrase.
 import { afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest, verifiedAuditEvents } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest, verifiedAuditEvents } from "../helpers/approvals.js";
 import { DELETE_ENVIRONMENT, makeCatalog, type ToolDef } from "../helpers/catalog.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -104,7 +104,7 @@ describe("seed 003: the tool list changes under a running session", () => {
     const seen = new Set<string>();
     const approveSession = async (name: string, args: Record<string, unknown>) => {
       const call = gw.client.callTool({ name, arguments: args });
-      const r = await nextRequest(stateDir, seen);
+      const r = await nextStoredRequest(stateDir, seen);
       expect(r.tool).toBe(name);
       await decideByCli(stateDir, "approve", r.request, "--for", "session");
       expect((await call).isError).toBeFalsy();
@@ -145,7 +145,7 @@ describe("seed 003: the tool list changes under a running session", () => {
 
     // the unchanged read_issue asks again: the run's approval no longer means what it meant
     const again = gw.client.callTool({ name: "read_issue", arguments: { issue_id: "3" } });
-    const r3 = await nextRequest(stateDir, seen);
+    const r3 = await nextStoredRequest(stateDir, seen);
     expect(r3.tool).toBe("read_issue");
     expect(r3.executionEpoch).toBe(epoch);
     const review = await runCli(["approvals", "--verbose"], { stateDir });
@@ -166,7 +166,7 @@ describe("seed 003: the tool list changes under a running session", () => {
     const logs = gw.client
       .callTool({ name: "query_logs", arguments: { query: "err", project: "other" } })
       .catch((e: unknown) => e);
-    const r4 = await nextRequest(stateDir, seen);
+    const r4 = await nextStoredRequest(stateDir, seen);
     expect(r4.tool).toBe("query_logs");
     await decideByCli(stateDir, "deny", r4.request, "--reason", "cross-project read");
     expect(refusal(await logs).data).toMatchObject({ error: "approval_denied" });

@@ -9,7 +9,7 @@
 // metadata, keep the epoch, and judge the approval by whether the new catalog exceeds its scope.
 // Real gateway, real catalog fixture, approvals by the real CLI with the passphrase.
 import { afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest, pending } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest, pending } from "../helpers/approvals.js";
 import { makeCatalog, type ToolDef } from "../helpers/catalog.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -51,7 +51,7 @@ async function setup(
   );
   await gw.client.listTools();
   const first = gw.client.callTool({ name: "read_notes", arguments: { version: "1" } });
-  const r = await nextRequest(stateDir);
+  const r = await nextStoredRequest(stateDir);
   await decideByCli(stateDir, "approve", r.request, "--for", "session");
   await first;
   return {
@@ -93,7 +93,7 @@ describe("seed 000/003: metadata-only refreshes under one epoch", () => {
       expect.objectContaining({ tool: "read_notes", kind: "modified", classification: "expands" }),
     ]);
     void call();
-    const asked = await nextRequest(stateDir);
+    const asked = await nextStoredRequest(stateDir);
     expect(asked.tool).toBe("read_notes");
   });
 

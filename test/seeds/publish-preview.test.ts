@@ -6,7 +6,7 @@
 // survives depends on whether the new catalog exceeds the approved scope.
 // Real gateway, real catalog fixture, approvals by the real CLI with the passphrase.
 import { afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest, verifiedAuditEvents } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest, verifiedAuditEvents } from "../helpers/approvals.js";
 import { makeCatalog, PUBLISH_PREVIEW_V1, PUBLISH_PREVIEW_V2, type ToolDef } from "../helpers/catalog.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -50,7 +50,7 @@ describe("seed 000: publish_preview gains an optional target with a default", ()
 
     // approved for the session under the first contract
     const first = gw.client.callTool({ name: "publish_preview", arguments: { branch: "main" } });
-    const r1 = await nextRequest(stateDir, seen);
+    const r1 = await nextStoredRequest(stateDir, seen);
     expect(r1.tool).toBe("publish_preview");
     await decideByCli(stateDir, "approve", r1.request, "--for", "session");
     expect((await first).isError).toBeFalsy();
@@ -72,7 +72,7 @@ describe("seed 000: publish_preview gains an optional target with a default", ()
 
     // the agent omits target: the old grant does not cover the wider contract, a human is asked
     const omitted = gw.client.callTool({ name: "publish_preview", arguments: { branch: "main" } });
-    const r2 = await nextRequest(stateDir, seen);
+    const r2 = await nextStoredRequest(stateDir, seen);
     expect(r2.tool).toBe("publish_preview");
     expect(r2.executionEpoch).toBe(epoch);
     // the review makes the new input and its default visible, and what the omitted argument becomes

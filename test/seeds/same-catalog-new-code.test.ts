@@ -15,7 +15,7 @@ import { createHash } from "node:crypto";
 import { renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest, verifiedAuditEvents } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest, verifiedAuditEvents } from "../helpers/approvals.js";
 import { waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
@@ -94,7 +94,7 @@ describe("seed 000: the code changes, the catalog does not", () => {
 
     // approved for the session under epoch B, with its credential scope
     const first = adjust(1);
-    const r1 = await nextRequest(stateDir, seen);
+    const r1 = await nextStoredRequest(stateDir, seen);
     expect(r1.executionEpoch).toBe(before.epoch);
     await decideByCli(stateDir, "approve", r1.request, "--for", "session");
     expect((await first).isError).toBeFalsy();
@@ -135,7 +135,7 @@ describe("seed 000: the code changes, the catalog does not", () => {
 
     // a new human decision for the new epoch, then the new code acts
     const third = adjust(4);
-    const r2 = await nextRequest(stateDir, seen);
+    const r2 = await nextStoredRequest(stateDir, seen);
     expect(r2.executionEpoch).toBe(after.epoch);
     await decideByCli(stateDir, "approve", r2.request, "--for", "session");
     expect((await third).isError).toBeFalsy();
@@ -199,7 +199,7 @@ describe("seed 000: the code changes, the catalog does not", () => {
     const before = await statusRow(stateDir);
     const seen = new Set<string>();
     const first = gw.client.callTool({ name: "read_status", arguments: {} });
-    const r1 = await nextRequest(stateDir, seen);
+    const r1 = await nextStoredRequest(stateDir, seen);
     await decideByCli(stateDir, "approve", r1.request, "--for", "session");
     expect((await first).isError).toBeFalsy();
 

@@ -8,7 +8,7 @@
 import { statSync, utimesSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { holderSocketPath } from "../../src/vault/holder.js";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 import { storeSecret, vaultedProject } from "./helpers.js";
@@ -43,7 +43,7 @@ describe("rotations in quick succession under a live session grant", () => {
     cleanup.push(() => gw.close());
     await gw.client.listTools();
     const first = gw.client.callTool({ name: "describe", arguments: {} });
-    const asked = await nextRequest(stateDir, new Set());
+    const asked = await nextStoredRequest(stateDir, new Set());
     await decideByCli(stateDir, "approve", asked.request, "--for", "session");
     expect((await first).isError).toBeFalsy();
     const describe_ = () => gw.client.callTool({ name: "describe", arguments: {} });

@@ -7,7 +7,7 @@
 // real CLI; the server's environment is read from /proc.
 import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 import { storeSecret, vaultedProject } from "./helpers.js";
@@ -47,7 +47,7 @@ async function grantedUnderOld() {
   expect(environHolds(pid, OLD)).toBe(true);
   const seen = new Set<string>();
   const first = gw.client.callTool({ name: "describe", arguments: {} });
-  const asked = await nextRequest(stateDir, seen);
+  const asked = await nextStoredRequest(stateDir, seen);
   await decideByCli(stateDir, "approve", asked.request, "--for", "session");
   expect((await first).isError).toBeFalsy();
   // covered by the grant: no new request

@@ -11,7 +11,7 @@ import { ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { MAX_STDERR_LINE } from "../../src/supervisor/stderrLines.js";
 import { formsOf } from "../../src/vault/scrub.js";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { sleep } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
@@ -60,7 +60,7 @@ describe("a released credential value leaks nowhere", () => {
 
     // the first reveal asks a human: the review names the scope, and says no tool declares its own
     const first = gw.client.callTool({ name: "reveal", arguments: { form: "raw", note: "raw" } });
-    const req = await nextRequest(stateDir);
+    const req = await nextStoredRequest(stateDir);
     const shown = await runCli(["approvals"], { stateDir });
     expect(shown.stdout).toContain("credentials api-token");
     expect(shown.stdout).toContain(

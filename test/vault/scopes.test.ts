@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ConfigError, loadConfigFile } from "../../src/config/config.js";
 import { scopesForTool, toolScopeNote } from "../../src/vault/toolScopes.js";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { tempDir } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { NODE } from "../helpers/paths.js";
@@ -151,7 +151,7 @@ describe("per-tool scopes in a gateway", () => {
     await again.client.listTools();
     const seen = new Set<string>();
     const reveal = again.client.callTool({ name: "reveal", arguments: { form: "raw", note: "n" } });
-    const asked = await nextRequest(stateDir, seen);
+    const asked = await nextStoredRequest(stateDir, seen);
     const listed = JSON.parse((await runCli(["approvals", "--json"], { stateDir })).stdout) as {
       requests: { request: string; credentialScope: string[]; review: { credentialScope: string[] } }[];
     };
@@ -174,7 +174,7 @@ describe("per-tool scopes in a gateway", () => {
 
     // a tool that declares nothing, on a server where others do: every scope, and the review says so
     const describe = again.client.callTool({ name: "describe", arguments: {} });
-    const askedAll = await nextRequest(stateDir, seen);
+    const askedAll = await nextStoredRequest(stateDir, seen);
     const textAll = (await runCli(["approvals"], { stateDir })).stdout;
     expect(textAll).toContain("credentials api-token, other-token");
     expect(textAll).toContain(
