@@ -8,7 +8,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { httpLogin, raw, startConsoleProcess } from "../console/helpers.js";
-import { nextRequest, nextStoredRequest } from "../helpers/approvals.js";
+import { nextStoredRequest } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
 import { catalogGateway } from "../helpers/catalogGateway.js";
 import { removeDir, tempDir } from "../helpers/files.js";
@@ -60,7 +60,7 @@ describe("look-alike tool names", () => {
     const seen = new Set<string>();
     for (const name of [SHY, TAGS, CYRILLIC]) {
       void gw.client.callTool({ name, arguments: {} }).catch(() => {});
-      await nextRequest(stateDir, seen);
+      await nextStoredRequest(stateDir, seen);
     }
 
     // The stderr line of each new request names the tool escaped, in quotes.

@@ -22,7 +22,7 @@ import { openRecords } from "../../src/audit/log.js";
 import { writeConsoleAddress } from "../../src/console/address.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore, type Store } from "../../src/store/db.js";
-import { nextRequest } from "../helpers/approvals.js";
+import { nextStoredRequest } from "../helpers/approvals.js";
 import { SoftAuthenticator, TEST_ORIGIN, TEST_RP_ID } from "../helpers/authenticator.js";
 import { waitFor } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
@@ -120,13 +120,13 @@ describe("a passkey decides a waiting call", () => {
     const seen = new Set<string>();
 
     const held = gw.client.callTool({ name: "read_status", arguments: {} });
-    await decideWith(db, stateDir, key, (await nextRequest(stateDir, seen)).request, "approve");
+    await decideWith(db, stateDir, key, (await nextStoredRequest(stateDir, seen)).request, "approve");
     expect((await held).isError).toBeFalsy();
 
     const denied = gw.client
       .callTool({ name: "adjust_inventory", arguments: { sku: "S-1", delta: 1 } })
       .catch((e) => e);
-    await decideWith(db, stateDir, key, (await nextRequest(stateDir, seen)).request, "deny", {
+    await decideWith(db, stateDir, key, (await nextStoredRequest(stateDir, seen)).request, "deny", {
       reason: "not on Fridays",
     });
     const e = refusal(await denied);
@@ -170,7 +170,7 @@ describe("forged passkey decisions are not honoured by the gateway", () => {
     const db = store(stateDir);
     const key = await register(db, stateDir, "real");
     const call = gw.client.callTool({ name: "read_status", arguments: {} });
-    const r = await nextRequest(stateDir);
+    const r = await nextStoredRequest(stateDir);
 
     // an attacker with the approval module's code writes decisions signed by what it has
     const forge = (
@@ -273,7 +273,7 @@ describe("portcullis passkey", () => {
       db,
       stateDir,
       key,
-      (await nextRequest(stateDir, seen)).request,
+      (await nextStoredRequest(stateDir, seen)).request,
       "approve",
     );
     await first;

@@ -44,7 +44,7 @@ import {
 import { pinnedSigner } from "../../src/approval/pin.js";
 import { type Decision, decideRequest } from "../../src/approval/requests.js";
 import { openStore, type Store } from "../../src/store/db.js";
-import { auditEvents, nextRequest } from "../helpers/approvals.js";
+import { auditEvents, nextStoredRequest } from "../helpers/approvals.js";
 import { SoftAuthenticator, TEST_ORIGIN, TEST_RP_ID } from "../helpers/authenticator.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
 import { makeProject } from "../helpers/project.js";
@@ -143,7 +143,7 @@ describe("a real gateway and a passkey decision from another origin", () => {
     });
 
     const call = gw.client.callTool({ name: "read_status", arguments: {} });
-    const { request } = await nextRequest(stateDir);
+    const { request } = await nextStoredRequest(stateDir);
     const approve: Decision = { approve: true, for: "session" };
     /** A decision answered by the pinned passkey at `origin`, written into the store as-is. */
     const writeFrom = (origin: string): string => {

@@ -41,7 +41,7 @@ import { decideRequest, pendingRequests } from "../../src/approval/requests.js";
 import { openRecords, storedRecords } from "../../src/audit/index.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore, type Store } from "../../src/store/db.js";
-import { nextRequest } from "../helpers/approvals.js";
+import { nextStoredRequest } from "../helpers/approvals.js";
 import { waitForAuditEvents } from "../helpers/auditWait.js";
 import { SoftAuthenticator, TEST_ORIGIN, TEST_RP_ID } from "../helpers/authenticator.js";
 import { waitFor } from "../helpers/files.js";
@@ -121,7 +121,7 @@ describe("a passkey removal record whose body cannot be opened", () => {
 
     // the passkey approves for the session; a second call is covered without asking
     const first = gw.client.callTool({ name: "read_status", arguments: {} });
-    const asked = await nextRequest(stateDir, seen);
+    const asked = await nextStoredRequest(stateDir, seen);
     const prepared = preparePasskeyDecision(db, asked.request, "approve");
     const { grant } = await completePasskeyDecision(db, prepared, key.assert(prepared.options.challenge), {
       ...EXPECT,
@@ -199,7 +199,7 @@ describe("a passkey removal record whose body cannot be opened", () => {
     // A gateway started now: the removed passkey's new decision decides nothing there either.
     const gw2 = await gateway(project, stateDir);
     const fourth = gw2.client.callTool({ name: "read_status", arguments: {} }).catch((e) => e);
-    const fourthAsked = await nextRequest(stateDir, seen);
+    const fourthAsked = await nextStoredRequest(stateDir, seen);
     const again = preparePasskeyDecision(db, fourthAsked.request, "approve");
     // the console's own path refuses it
     await expect(

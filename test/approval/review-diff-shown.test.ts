@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { diffCatalogs, renderDiff, type Tool } from "../../src/catalog/index.js";
 import { openStore } from "../../src/store/db.js";
 import { httpLogin, raw, startConsoleProcess } from "../console/helpers.js";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { makeCatalog, type ToolDef } from "../helpers/catalog.js";
 import { catalogGateway } from "../helpers/catalogGateway.js";
 import { runCli } from "../helpers/gateway.js";
@@ -71,7 +71,7 @@ describe("the approval review's catalog diff", () => {
     );
     const seen = new Set<string>();
     const first = gw.client.callTool({ name: "configure", arguments: {} });
-    await decideByCli(stateDir, "approve", (await nextRequest(stateDir, seen)).request);
+    await decideByCli(stateDir, "approve", (await nextStoredRequest(stateDir, seen)).request);
     await first;
 
     const from = gw.received().length;
@@ -79,7 +79,7 @@ describe("the approval review's catalog diff", () => {
     await gw.waitForNotification("notifications/tools/list_changed", 10_000, from);
     await gw.client.listTools();
     void gw.client.callTool({ name: "configure", arguments: {} }).catch(() => {});
-    const req = await nextRequest(stateDir, seen);
+    const req = await nextStoredRequest(stateDir, seen);
 
     const cli = async (...args: string[]) => {
       const r = await runCli([...args, "--state-dir", stateDir]);

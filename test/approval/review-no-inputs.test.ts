@@ -3,7 +3,7 @@
 // which reads as a list cut off. A real gateway in front of the catalog fixture, `approvals`
 // (the card and --verbose) as a human reads them.
 import { afterEach, describe, expect, it } from "vitest";
-import { nextRequest } from "../helpers/approvals.js";
+import { nextStoredRequest } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
 import { catalogGateway } from "../helpers/catalogGateway.js";
 import { runCli } from "../helpers/gateway.js";
@@ -41,7 +41,7 @@ describe("the review of a tool with no inputs", () => {
       ["adjust", { sku: "W-1" }],
     ] as const) {
       void gw.client.callTool({ name, arguments: args }).catch(() => {});
-      await nextRequest(stateDir, seen);
+      await nextStoredRequest(stateDir, seen);
     }
     for (const args of [["approvals"], ["approvals", "--verbose"]]) {
       const r = await runCli([...args, "--state-dir", stateDir]);

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { catalogFile, DEPLOY_TOOL } from "../console/helpers.js";
-import { waitForPending } from "../helpers/approvals.js";
+import { storedPending, waitForPending } from "../helpers/approvals.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli, type WireMessage } from "../helpers/gateway.js";
 import { FIXTURES, NODE } from "../helpers/paths.js";
@@ -51,7 +51,13 @@ describe("a session grant revoked from the CLI while its gateway runs", () => {
 
       // approved for the session, then a call covered by the grant as the gateway read it
       gw.send(`${deploy("first", "approved for the session")}\n`);
-      const first = await waitForPending(stateDir, (l) => l[0], 20_000, "the first call's request");
+      const first = await waitForPending(
+        stateDir,
+        (l) => l[0],
+        20_000,
+        "the first call's request",
+        storedPending,
+      );
       const approved = await cli("approve", first.request, "--for", "session");
       expect(approved.code, approved.stderr).toBe(0);
       expect((await answer("first")).error).toBeUndefined();
@@ -80,6 +86,7 @@ describe("a session grant revoked from the CLI while its gateway runs", () => {
           (l) => l.find((p) => !denied.has(p.request)) ?? (answers.size === n ? "done" : null),
           20_000,
           "a request of a call after the revoke",
+          storedPending,
         );
         if (asked === "done") break;
         denied.add(asked.request);

@@ -4,7 +4,7 @@
 // same sentence, nothing on stdout, the request left pending. The real CLI, no terminal.
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { nextRequest } from "../helpers/approvals.js";
+import { nextStoredRequest } from "../helpers/approvals.js";
 import { runCli } from "../helpers/gateway.js";
 import { perCallToolGateway, requestState } from "../helpers/perCallTool.js";
 import { passphraseEnv } from "../helpers/state.js";
@@ -30,7 +30,7 @@ describe("approve --for session of a per-call tool's request", () => {
       timeout: 90_000,
     });
     call.catch(() => {});
-    const req = await nextRequest(stateDir);
+    const req = await nextStoredRequest(stateDir);
     const refusal =
       "tool deploy of shell needs a human decision for every call: it can be approved for this one call only (--for call); nothing was approved.\n";
 

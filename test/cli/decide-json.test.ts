@@ -5,7 +5,7 @@
 // The real CLI against a real gateway, no terminal (the passphrase from a file).
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { nextRequest } from "../helpers/approvals.js";
+import { nextStoredRequest } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
 import { catalogGateway } from "../helpers/catalogGateway.js";
 import { runCli } from "../helpers/gateway.js";
@@ -44,7 +44,7 @@ describe("approve, deny and revoke --json", () => {
 
     // approve ID --for session --json
     call();
-    const first = await nextRequest(stateDir, seen);
+    const first = await nextStoredRequest(stateDir, seen);
     const approved = await cli(stateDir, "approve", first.request, "--for", "session", "--json");
     expect(approved.code, approved.stderr).toBe(0);
     const a = result(approved.stdout);
@@ -83,7 +83,7 @@ describe("approve, deny and revoke --json", () => {
 
     // deny --next --reason --json: why it was picked is in the result
     call();
-    const second = await nextRequest(stateDir, seen);
+    const second = await nextStoredRequest(stateDir, seen);
     const denied = await cli(stateDir, "deny", "--next", "--reason", "not now", "--json");
     expect(denied.code, denied.stderr).toBe(0);
     const d = result(denied.stdout);
@@ -93,7 +93,7 @@ describe("approve, deny and revoke --json", () => {
 
     // failures: the same sentence and exit code as without --json, nothing on stdout
     call();
-    const third = await nextRequest(stateDir, seen);
+    const third = await nextStoredRequest(stateDir, seen);
     const noFor = await cli(stateDir, "approve", "--next", "--json");
     expect(noFor.code).toBe(2);
     expect(noFor.stdout).toBe("");

@@ -35,7 +35,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { openRecords } from "../../src/audit/index.js";
 import { unlockKeyring } from "../../src/keyring/keyring.js";
 import { openStore } from "../../src/store/db.js";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { alive, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { type CliResult, hostEnv, runCli, startInventory } from "../helpers/gateway.js";
 import { CLI, NODE } from "../helpers/paths.js";
@@ -205,7 +205,7 @@ describe("portcullis init killed with SIGKILL", () => {
     cleanup.push(() => gw.close());
     await gw.client.listTools();
     const call = gw.client.callTool({ name: "read_status", arguments: {} });
-    const { request } = await nextRequest(stateDir);
+    const { request } = await nextStoredRequest(stateDir);
     await decideByCli(stateDir, "approve", request, "--for", "session");
     expect((await call).isError).toBeFalsy();
     expect(project.records().map((r) => r.tool)).toEqual(["read_status"]);

@@ -10,7 +10,7 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { decideByCli, nextRequest, nextStoredRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { removeDir } from "../helpers/files.js";
 import { runCli, startInventory } from "../helpers/gateway.js";
@@ -40,7 +40,7 @@ describe("notices name their command", () => {
     cleanup.push(() => gw.close());
     await gw.client.listTools();
     const first = gw.client.callTool({ name: "read_status", arguments: {} });
-    const one = await nextRequest(stateDir);
+    const one = await nextStoredRequest(stateDir);
     const approved = await decideByCli(stateDir, "approve", one.request, "--for", "call"); // the next call asks again
     expect(approved.stderr).toMatch(
       /^portcullis approve: approver key [0-9a-f]{32} pinned in the audit chain \(record \d+\)\n/,

@@ -5,7 +5,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { nextRequest, pending } from "../helpers/approvals.js";
+import { nextStoredRequest, pending } from "../helpers/approvals.js";
 import { tempDir } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -50,7 +50,7 @@ describe("approve ID without a terminal", () => {
       });
       cleanup.push(() => gw.close());
       const call = gw.client.callTool({ name: "echo", arguments: { message: "hi" } });
-      const req = await nextRequest(stateDir);
+      const req = await nextStoredRequest(stateDir);
       const bare = await runCli(["approve", req.request, "--state-dir", stateDir], {
         env: passphraseEnv(),
         noTerminal: true,

@@ -19,7 +19,7 @@ import { cpSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStoreToRead } from "../../src/store/db.js";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { changeByCli, keyringText, passphraseFile, withPassphrase } from "../helpers/passphraseChange.js";
@@ -54,7 +54,7 @@ describe("portcullis passphrase", () => {
     const gw = await startGateway({ args: ["--label", "echo", "--", ...fixtureCommand("echo")], stateDir });
     cleanup.push(() => gw.close());
     const first = gw.client.callTool({ name: "echo", arguments: { message: "one" } });
-    await decideByCli(stateDir, "approve", (await nextRequest(stateDir)).request, "--for", "session");
+    await decideByCli(stateDir, "approve", (await nextStoredRequest(stateDir)).request, "--for", "session");
     expect(JSON.stringify(await first)).toContain("Echo: one");
     const before = JSON.parse(keyringText(stateDir)) as Record<string, unknown>;
     // a copy of the state directory, as a backup holds it
@@ -94,7 +94,7 @@ describe("portcullis passphrase", () => {
     const gw2 = await startGateway({ args: ["--label", "echo", "--", ...fixtureCommand("echo")], stateDir });
     cleanup.push(() => gw2.close());
     const third = gw2.client.callTool({ name: "echo", arguments: { message: "three" } });
-    const req = await nextRequest(stateDir);
+    const req = await nextStoredRequest(stateDir);
     const oldCommands: { args: string[]; input?: string }[] = [
       { args: ["approve", req.request, "--for", "session"] },
       { args: ["unlock", "--for", "1m"] },

@@ -17,7 +17,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { nextRequest, pending } from "../helpers/approvals.js";
+import { nextStoredRequest, pending } from "../helpers/approvals.js";
 import { tempDir } from "../helpers/files.js";
 import { type CliResult, runCli, startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -56,7 +56,7 @@ describe("PORTCULLIS_PASSPHRASE_FILE that others may read or change", () => {
     const gw = await startGateway({ args: ["--label", "asks", "--", ...fixtureCommand("echo")], stateDir });
     cleanup.push(() => gw.close());
     void gw.client.callTool({ name: "echo", arguments: { message: "hi" } }).catch(() => {});
-    const req = await nextRequest(stateDir);
+    const req = await nextStoredRequest(stateDir);
     const file = passFile(0o644);
 
     const commands: { args: string[]; input?: string }[] = [

@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { nextRequest } from "../helpers/approvals.js";
+import { nextStoredRequest } from "../helpers/approvals.js";
 import { watchApprovalsJson } from "../helpers/approvalsWatch.js";
 import { makeCatalog } from "../helpers/catalog.js";
 import { catalogGateway } from "../helpers/catalogGateway.js";
@@ -44,7 +44,7 @@ describe("--json output writes C1 controls and bidi overrides as \\u escapes, an
     const watched = watchApprovalsJson(stateDir, cleanup).out;
 
     const call = gw.client.callTool({ name: C1_TOOL, arguments: {} });
-    const asked = await nextRequest(stateDir);
+    const asked = await nextStoredRequest(stateDir);
 
     const approvals = await runCli(["approvals", "--json"], { stateDir });
     expect(approvals.code, approvals.stderr).toBe(0);

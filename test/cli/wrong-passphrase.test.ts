@@ -7,7 +7,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { nextRequest, pending } from "../helpers/approvals.js";
+import { nextStoredRequest, pending } from "../helpers/approvals.js";
 import { tempDir } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { readmeWrongPassphraseCommands } from "../helpers/passphraseCommands.js";
@@ -40,7 +40,7 @@ describe("a wrong passphrase", () => {
     const gw = await startGateway({ args: ["--label", "asks", "--", ...fixtureCommand("echo")], stateDir });
     cleanup.push(() => gw.close());
     void gw.client.callTool({ name: "echo", arguments: { message: "hi" } }).catch(() => {});
-    const req = await nextRequest(stateDir);
+    const req = await nextStoredRequest(stateDir);
 
     const commands: { args: string[]; input?: string }[] = [
       { args: ["unlock", "--for", "1m"] },

@@ -22,7 +22,7 @@ import {
   reviewedIn,
   startConsoleProcess,
 } from "../console/helpers.js";
-import { auditActivity, waitForPending } from "../helpers/approvals.js";
+import { auditActivity, storedPending, waitForPending } from "../helpers/approvals.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
@@ -56,7 +56,7 @@ async function awaitingDecision(consoleEnv: Record<string, string>) {
       timeout: 120_000,
     })
     .catch((e: unknown) => e);
-  const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a pending request");
+  const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a pending request", storedPending);
   const s = await httpLogin(console_.url);
   const card = await raw(`${console_.url}/requests/${req.request}`, { headers: { Cookie: s.cookie } });
   const reviewed = reviewedIn(card.body);
@@ -157,7 +157,7 @@ describe("the store's -wal and -shm deleted while 'portcullis approve' waits for
         timeout: 120_000,
       })
       .catch((e: unknown) => e);
-    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a pending request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a pending request", storedPending);
     // The passphrase comes through a pipe: approve has opened the store and shown the review
     // when it opens the pipe to read it, and reads it once this test writes it.
     const pipe = join(dir, "passphrase");

@@ -21,7 +21,7 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { KNOWN_SCHEMA_VERSION, portcullisVersion } from "../../src/store/schemaVersion.js";
 import { startConsoleProcess } from "../console/helpers.js";
-import { nextRequest, pending } from "../helpers/approvals.js";
+import { nextStoredRequest, pending } from "../helpers/approvals.js";
 import { makeCatalog } from "../helpers/catalog.js";
 import { catalogGateway } from "../helpers/catalogGateway.js";
 import { commandNamed } from "../helpers/commandNamed.js";
@@ -115,7 +115,7 @@ describe("processes started before an upgrade", () => {
       cleanup,
     );
     gw.client.callTool({ name: "deploy", arguments: {} }, undefined, { timeout: 90_000 }).catch(() => {});
-    const request = await nextRequest(stateDir);
+    const request = await nextStoredRequest(stateDir);
     return { stateDir, gw, request };
   }
 
