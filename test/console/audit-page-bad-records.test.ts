@@ -10,7 +10,7 @@ import type { Locator, Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { AuditLog } from "../../src/audit/log.js";
 import { openStore } from "../../src/store/db.js";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { browserSuite } from "../helpers/browser.js";
 import { runCli } from "../helpers/gateway.js";
 import { passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
@@ -60,7 +60,7 @@ describe("records on the Audit page that do not open, or break the chain", () =>
   it("a start forged with the running gateway's pid and writer, and a decision that does not open, are named; the human's run is shown whole", async () => {
     const { stateDir, gw } = await consoleGateway(cleanup, [TRANSFER_TOOL]);
     const call = gw.client.callTool({ name: "transfer", arguments: { to: "bob", amount: 5 } });
-    await decideByCli(stateDir, "approve", (await nextRequest(stateDir)).request);
+    await decideByCli(stateDir, "approve", (await nextStoredRequest(stateDir)).request);
     expect((await call).isError).toBeFalsy();
     const real = await realSession(stateDir);
     expect(real.approvals).toMatchObject({ requested: 1, granted: 1, denied: 0 });
@@ -96,7 +96,7 @@ describe("records on the Audit page that do not open, or break the chain", () =>
   it("a record that breaks the chain hides none of the human's records after it", async () => {
     const { stateDir, gw } = await consoleGateway(cleanup, [TRANSFER_TOOL]);
     const call = gw.client.callTool({ name: "transfer", arguments: { to: "bob", amount: 5 } });
-    await decideByCli(stateDir, "approve", (await nextRequest(stateDir)).request);
+    await decideByCli(stateDir, "approve", (await nextStoredRequest(stateDir)).request);
     expect((await call).isError).toBeFalsy();
     const broken = appendForged(stateDir, { type: "tool_result", breaks: true });
     // the human's run goes on: its gateway chains its next records to the forged head
@@ -121,7 +121,7 @@ describe("records on the Audit page that do not open, or break the chain", () =>
   it("a start sealed to the public key naming the running run under its gateway's pid adds to that run, never takes its place", async () => {
     const { stateDir, gw } = await consoleGateway(cleanup, [TRANSFER_TOOL]);
     const call = gw.client.callTool({ name: "transfer", arguments: { to: "bob", amount: 5 } });
-    await decideByCli(stateDir, "approve", (await nextRequest(stateDir)).request);
+    await decideByCli(stateDir, "approve", (await nextStoredRequest(stateDir)).request);
     expect((await call).isError).toBeFalsy();
     const real = await realSession(stateDir);
     // a start of the human's run, its gateway's pid in the header, by a writer of its own; then

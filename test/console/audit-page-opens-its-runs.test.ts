@@ -15,7 +15,7 @@ import { describe, expect, it } from "vitest";
 import { AuditLog } from "../../src/audit/log.js";
 import { encodeHeader } from "../../src/audit/record.js";
 import { openStore } from "../../src/store/db.js";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { browserSuite } from "../helpers/browser.js";
 import { runCli } from "../helpers/gateway.js";
 import { passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
@@ -106,7 +106,7 @@ describe("the Audit page opens the records of the runs it shows", () => {
     const { stateDir, gw } = await consoleGateway(cleanup, [TRANSFER_TOOL]);
     // the human's run: a call approved by `portcullis approve`, whose record another writer wrote
     const call = gw.client.callTool({ name: "transfer", arguments: { to: "bob", amount: 5 } });
-    await decideByCli(stateDir, "approve", (await nextRequest(stateDir)).request);
+    await decideByCli(stateDir, "approve", (await nextStoredRequest(stateDir)).request);
     expect((await call).isError).toBeFalsy();
     const full = await runCli(["audit", "sessions", "--json", "--state-dir", stateDir], {
       env: passphraseEnv(),

@@ -9,7 +9,7 @@ import type { Locator, Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { AuditLog } from "../../src/audit/log.js";
 import { openStore } from "../../src/store/db.js";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { browserSuite } from "../helpers/browser.js";
 import { TEST_PASSPHRASE } from "../helpers/state.js";
 import { rewriteRecord } from "./forgedAudit.js";
@@ -37,7 +37,7 @@ describe("the records about other runs the Audit page remembers", () => {
   it("stand for nothing the log holds now: a decision appended since, and one rewritten in place, are counted", async () => {
     const { stateDir, gw } = await consoleGateway(cleanup, [TRANSFER_TOOL]);
     const call = gw.client.callTool({ name: "transfer", arguments: { to: "bob", amount: 5 } });
-    await decideByCli(stateDir, "approve", (await nextRequest(stateDir)).request);
+    await decideByCli(stateDir, "approve", (await nextStoredRequest(stateDir)).request);
     expect((await call).isError).toBeFalsy();
     const db = openStore(stateDir);
     const run = db.prepare("SELECT run FROM runs").pluck().get() as string;

@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
 import { activeGrants as activeGrantsOf } from "../../src/approval/grants.js";
 import { openStore } from "../../src/store/db.js";
-import { pending, waitForPending } from "../helpers/approvals.js";
+import { pending, storedPending, waitForPending } from "../helpers/approvals.js";
 import { browserSuite, held } from "../helpers/browser.js";
 import { removeDir, sleep, tempDir, waitFor } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
@@ -102,7 +102,7 @@ describe("deciding in the console", () => {
 
     // A waiting call starts the console; the gateway says where the request is decided.
     const first = held(gw.client.callTool({ name: "deploy", arguments: { note: "first" } }));
-    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request", storedPending);
     const base = await consoleOf(stateDir);
     const line = await gw.waitForStderr(/review and decide it in the console: (\S+)/, 20_000);
     expect(line).toContain(`${base}/requests/${req.request}`);
@@ -189,7 +189,7 @@ describe("the proven window", () => {
     const proven = Date.now(); // the proof was made before the login's answer came
 
     const call = held(gw.client.callTool({ name: "deploy", arguments: {} }));
-    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request", storedPending);
     await sleep(proven + 1500 - Date.now()); // the one-second window passes (counted from the login)
     await page.goto(`${c.url}/requests/${req.request}`);
     await page.getByTestId("approve-session").click();
@@ -247,7 +247,7 @@ describe("untrusted text", () => {
         },
       }),
     );
-    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request", storedPending);
     const base = await consoleOf(stateDir);
     const page = suite.browser.page;
     await loginWithBrowser(page, `${base}/requests/${req.request}`);
@@ -291,7 +291,7 @@ describe("the deny reason", () => {
   it("Enter in the reason field denies (it never submits the form's first button, an approval)", async () => {
     const { stateDir, gw } = await setup();
     const call = gw.client.callTool({ name: "deploy", arguments: {} }).catch((e) => e);
-    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request", storedPending);
     const base = await consoleOf(stateDir);
     const page = suite.browser.page;
     await loginWithBrowser(page, `${base}/requests/${req.request}`);
@@ -312,7 +312,7 @@ describe("cookies of the same name from another port", () => {
     const { stateDir, gw } = await setup();
     const page = suite.browser.page;
     const call = held(gw.client.callTool({ name: "deploy", arguments: { note: "shadowed?" } }));
-    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request", storedPending);
     const base = await consoleOf(stateDir);
     const port = new URL(base).port;
 
@@ -383,7 +383,7 @@ describe("a page that changes under the pointer", () => {
     const callB = held(
       gwB.client.callTool({ name: "deploy", arguments: { target: "production", note: "B" } }),
     );
-    const b = await waitForPending(stateDir, (l) => l[0], 20_000, "request B");
+    const b = await waitForPending(stateDir, (l) => l[0], 20_000, "request B", storedPending);
     const dirA = tempDir("portcullis-console-tools-");
     cleanup.push(() => removeDir(dirA));
     const gwA = await gatewayFor(stateDir, catalogFile(dirA, [DEPLOY_TOOL]));
@@ -395,6 +395,7 @@ describe("a page that changes under the pointer", () => {
       (l) => l.find((p) => p.request !== b.request),
       20_000,
       "request A",
+      storedPending,
     );
 
     await loginWithBrowser(page, await consoleOf(stateDir));
@@ -459,7 +460,7 @@ describe("the session cookie on another port", () => {
     const { stateDir, gw } = await setup();
     const page = suite.browser.page;
     const call = held(gw.client.callTool({ name: "deploy", arguments: { note: "stolen?" } }));
-    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request", storedPending);
     const base = await consoleOf(stateDir);
     await loginWithBrowser(page, base);
 

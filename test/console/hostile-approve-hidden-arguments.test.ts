@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { preparePasskeyDecision } from "../../src/approval/passkey.js";
 import { DecisionError, getRequest } from "../../src/approval/requests.js";
 import { openStoreToRead } from "../../src/store/db.js";
-import { nextRequest } from "../helpers/approvals.js";
+import { nextStoredRequest } from "../helpers/approvals.js";
 import { httpLogin, perCallShop, post, raw, reviewedIn } from "./helpers.js";
 
 function withStore<T>(stateDir: string, f: (db: ReturnType<typeof openStoreToRead>) => T): T {
@@ -29,7 +29,7 @@ describe("the console's one-call approval of an argument the review hid part of"
         { timeout: 90_000 },
       );
       call.catch(() => {}); // awaited below
-      const req = await nextRequest(stateDir, new Set());
+      const req = await nextStoredRequest(stateDir, new Set());
 
       const s = await httpLogin(console_.url);
       const card = await raw(`${console_.url}/requests/${req.request}`, { headers: { Cookie: s.cookie } });

@@ -4,7 +4,7 @@
 // while `approve` prints `to` and `"to\t"`. An agent (or a server's words steering it) sends both:
 // the human cannot tell which row the server reads.
 import { describe, expect, it } from "vitest";
-import { waitForPending } from "../helpers/approvals.js";
+import { storedPending, waitForPending } from "../helpers/approvals.js";
 import { browserSuite, held } from "../helpers/browser.js";
 import { consoleGateway, consoleOf, loginWithBrowser, TRANSFER_TOOL } from "./helpers.js";
 
@@ -17,7 +17,7 @@ describe("argument names on the review card", () => {
     const call = held(
       gw.client.callTool({ name: "transfer", arguments: { "to\t": "savings", to: "mallory", amount: 5000 } }),
     );
-    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request", storedPending);
     const page = suite.browser.page;
     await loginWithBrowser(page, `${await consoleOf(stateDir)}/requests/${req.request}`);
     const names = await page.locator(".args th").allInnerTexts();

@@ -105,7 +105,7 @@ describe("a script cached from an earlier server on the console's port", () => {
     cleanup.push(() => gw.close());
     await gw.client.listTools();
     const call = held(gw.client.callTool({ name: "deploy", arguments: { target: "production" } }));
-    const b = await waitForPending(stateDir, (l) => l[0], 20_000, "the agent's request");
+    const b = await waitForPending(stateDir, (l) => l[0], 20_000, "the agent's request", storedPending);
 
     // The human logs in and looks at the list. No click.
     await loginWithBrowser(page, c.url);

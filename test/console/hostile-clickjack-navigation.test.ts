@@ -21,7 +21,7 @@ describe("a console page loaded under the human's pointer by another page", () =
     const callB = held(
       gw.client.callTool({ name: "deploy", arguments: { target: "production", note: "B" } }),
     );
-    const b = await waitForPending(stateDir, (l) => l[0], 20_000, "request B");
+    const b = await waitForPending(stateDir, (l) => l[0], 20_000, "request B", storedPending);
     const base = await consoleOf(stateDir);
 
     // The human logged in a while ago (the proof is held for the window, as by default).

@@ -4,7 +4,7 @@
 // The console must decide only what the request allows, over the review it shows. A real gateway
 // (per call) in front of the catalog fixture, the console process, plain HTTP as a browser sends.
 import { describe, expect, it } from "vitest";
-import { nextRequest } from "../helpers/approvals.js";
+import { nextStoredRequest } from "../helpers/approvals.js";
 import { httpLogin, perCallShop, post, raw, requestState, reviewedIn } from "./helpers.js";
 
 describe("decision fields the page did not offer", () => {
@@ -16,9 +16,9 @@ describe("decision fields the page did not offer", () => {
         timeout: 90_000,
       });
       a.catch(() => {}); // awaited below
-      const ra = await nextRequest(stateDir, seen);
+      const ra = await nextStoredRequest(stateDir, seen);
       void gw.client.callTool({ name: "deploy", arguments: { note: "b" } }).catch(() => {});
-      const rb = await nextRequest(stateDir, seen);
+      const rb = await nextStoredRequest(stateDir, seen);
 
       const s = await httpLogin(console_.url);
       const cardA = await raw(`${console_.url}/requests/${ra.request}`, { headers: { Cookie: s.cookie } });

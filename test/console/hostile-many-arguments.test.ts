@@ -5,7 +5,7 @@
 // its top how many arguments there are, that the buttons come after them, and links down to the
 // decision, where the count is said again with a link back up to the first argument.
 import { describe, expect, it } from "vitest";
-import { waitForPending } from "../helpers/approvals.js";
+import { storedPending, waitForPending } from "../helpers/approvals.js";
 import { browserSuite, held } from "../helpers/browser.js";
 import { consoleGateway, consoleOf, loginWithBrowser, openFirstCard, TRANSFER_TOOL } from "./helpers.js";
 
@@ -68,7 +68,7 @@ describe("a call of 50 arguments on the review card", () => {
   it("a call of a few arguments gets no such line", async () => {
     const { stateDir, gw } = await consoleGateway(cleanup, [TRANSFER_TOOL]);
     const call = held(gw.client.callTool({ name: "transfer", arguments: { to: "mallory", amount: 5 } }));
-    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request", storedPending);
     const page = suite.browser.page;
     await loginWithBrowser(page, `${await consoleOf(stateDir)}/requests/${req.request}`);
     const card = page.getByTestId("pending-request");

@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import { recordRevision, snapshotOf, type Tool } from "../../src/catalog/index.js";
 import { displayName } from "../../src/catalog/text.js";
 import { openStore } from "../../src/store/db.js";
-import { waitForPending } from "../helpers/approvals.js";
+import { storedPending, waitForPending } from "../helpers/approvals.js";
 import { browserSuite, held } from "../helpers/browser.js";
 import { removeDir } from "../helpers/files.js";
 import { newStateDir } from "../helpers/state.js";
@@ -34,7 +34,7 @@ describe("names on the review card", () => {
     const { stateDir, gw } = await consoleGateway(cleanup, [TRANSFER_TOOL]);
     const args = { [LONG]: "x", "to x": "savings", "to  x": "mallory", to: "mallory", amount: 5000 };
     const call = held(gw.client.callTool({ name: "transfer", arguments: args }));
-    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request", storedPending);
     const page = suite.browser.page;
     await page.setViewportSize({ width: 1000, height: 800 });
     await loginWithBrowser(page, `${await consoleOf(stateDir)}/requests/${req.request}`);

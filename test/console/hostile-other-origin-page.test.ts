@@ -58,7 +58,7 @@ describe("a page on another loopback port while the human is logged in", () => {
   it("reads nothing of the console, cannot frame it, and its form post decides nothing", async () => {
     const { stateDir, gw } = await consoleGateway(cleanup, [DEPLOY_TOOL]);
     const call = held(gw.client.callTool({ name: "deploy", arguments: { target: "production", note: "x" } }));
-    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request", storedPending);
     const base = await consoleOf(stateDir);
     const port = new URL(base).port;
     const page = suite.browser.page;

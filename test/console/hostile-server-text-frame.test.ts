@@ -6,7 +6,7 @@
 // with a note that it scrolls, and the real arguments and the decision buttons stay where a
 // plain description leaves them, in the first screen.
 import { describe, expect, it } from "vitest";
-import { waitForPending } from "../helpers/approvals.js";
+import { storedPending, waitForPending } from "../helpers/approvals.js";
 import { browserSuite, held } from "../helpers/browser.js";
 import { consoleGateway, consoleOf, loginWithBrowser } from "./helpers.js";
 
@@ -47,13 +47,14 @@ describe("a hostile server's text on the review card", () => {
     const { stateDir, gw } = await consoleGateway(cleanup, [HOSTILE_TOOL, PLAIN_TOOL]);
     const args = { to: "mallory", amount: 5000 };
     const call = held(gw.client.callTool({ name: "transfer", arguments: args }));
-    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request", storedPending);
     const plainCall = held(gw.client.callTool({ name: "transfer_plain", arguments: args }));
     const plainReq = await waitForPending(
       stateDir,
       (l) => l.find((p) => p.request !== req.request),
       20_000,
       "the plain tool's request",
+      storedPending,
     );
     const page = suite.browser.page;
     const viewport = { width: 1400, height: 1000 };

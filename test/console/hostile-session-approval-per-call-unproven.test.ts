@@ -4,7 +4,7 @@
 // the passphrase, nor check one sent with it (a wrong one would count as a failed attempt), and
 // the request stays pending. A real gateway (per call), the console process, plain HTTP.
 import { describe, expect, it } from "vitest";
-import { nextRequest } from "../helpers/approvals.js";
+import { nextStoredRequest } from "../helpers/approvals.js";
 import { httpLogin, perCallShop, post, raw, requestState, reviewedIn } from "./helpers.js";
 
 const SENTENCE =
@@ -15,7 +15,7 @@ describe("a session approval of a per-call tool without a held proof", () => {
     const { stateDir, gw, console_, end } = await perCallShop("portcullis-console-percall-");
     try {
       void gw.client.callTool({ name: "deploy", arguments: { note: "a" } }).catch(() => {});
-      const req = await nextRequest(stateDir, new Set());
+      const req = await nextStoredRequest(stateDir, new Set());
       const s = await httpLogin(console_.url);
       const card = await raw(`${console_.url}/requests/${req.request}`, { headers: { Cookie: s.cookie } });
       const path = `/requests/${req.request}/decide`;

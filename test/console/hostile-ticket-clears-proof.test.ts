@@ -24,7 +24,7 @@ describe("a ticketed link a page on another port sends the human's tab to", () =
   it("leaves the held proof's key of a live session: the next decision is still one click", async () => {
     const { stateDir, gw } = await consoleGateway(cleanup, [TRANSFER_TOOL]);
     const call = held(gw.client.callTool({ name: "transfer", arguments: { to: "mallory", amount: 5 } }));
-    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a request", storedPending);
     const base = await consoleOf(stateDir);
     const port = new URL(base).port;
     const ticket = readConsoleAddress(stateDir)!.ticket!;

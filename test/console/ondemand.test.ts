@@ -6,7 +6,7 @@ import { delimiter, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readConsoleAddress } from "../../src/console/address.js";
 import { processStartTime } from "../../src/identity/proc.js";
-import { decideByCli, nextRequest } from "../helpers/approvals.js";
+import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { newStateDir } from "../helpers/state.js";
 import { catalogFile, DEPLOY_TOOL, gatewayFor, httpLogin, raw, stopConsoleOf } from "./helpers.js";
@@ -31,7 +31,7 @@ describe("the console on demand", () => {
       expect(readConsoleAddress(stateDir)).toBeNull();
       const seen = new Set<string>();
       const first = gw.client.callTool({ name: "deploy", arguments: {} });
-      const r1 = await nextRequest(stateDir, seen);
+      const r1 = await nextStoredRequest(stateDir, seen);
       const line = await gw.waitForStderr(/review and decide it in the console: (\S+)/, 20_000);
       const address = readConsoleAddress(stateDir)!;
       pid = address.pid;
@@ -48,7 +48,7 @@ describe("the console on demand", () => {
       expect((await first).isError).toBeFalsy();
 
       const second = gw.client.callTool({ name: "deploy", arguments: { note: "again" } });
-      const r2 = await nextRequest(stateDir, seen);
+      const r2 = await nextStoredRequest(stateDir, seen);
       const from = gw.stderr().indexOf(r1.request) + 1;
       await gw.waitForStderr(new RegExp(`console: \\S+/requests/${r2.request}`), 20_000, from);
       expect(readConsoleAddress(stateDir)?.pid).toBe(pid);
@@ -71,7 +71,7 @@ describe("the console on demand", () => {
     const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]));
     try {
       const call = gw.client.callTool({ name: "deploy", arguments: {} });
-      const req = await nextRequest(stateDir);
+      const req = await nextStoredRequest(stateDir);
       await gw.waitForStderr(/warning: the console could not be started/, 20_000);
       await decideByCli(stateDir, "approve", req.request);
       expect((await call).isError).toBeFalsy();

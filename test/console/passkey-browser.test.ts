@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { activeGrants } from "../../src/approval/grants.js";
 import { atPasskeyOrigin } from "../../src/console/passkeyOrigin.js";
 import { openStore } from "../../src/store/db.js";
-import { nextRequest, pending } from "../helpers/approvals.js";
+import { nextRequest, nextStoredRequest, pending } from "../helpers/approvals.js";
 import { SoftAuthenticator } from "../helpers/authenticator.js";
 import { browserSuite, held } from "../helpers/browser.js";
 import { removeDir, tempDir } from "../helpers/files.js";
@@ -158,7 +158,7 @@ describe("passkeys in the console", () => {
     await loginWithPasskey(local);
     const seen = new Set<string>();
     const first = held(gw.client.callTool({ name: "deploy", arguments: { note: "first" } }));
-    const req1 = await nextRequest(stateDir, seen);
+    const req1 = await nextStoredRequest(stateDir, seen);
     const card1 = await openCard(local, req1.request);
     await card1.getByTestId("approve-session").click();
     await page.waitForSelector("p.outcome");
@@ -171,7 +171,7 @@ describe("passkeys in the console", () => {
     expect((await gw.client.callTool({ name: "deploy", arguments: { note: "again" } })).isError).toBeFalsy();
 
     const wipe = gw.client.callTool({ name: "wipe", arguments: { why: "test" } }).catch((e) => e);
-    const req2 = await nextRequest(stateDir, seen);
+    const req2 = await nextStoredRequest(stateDir, seen);
     const card2 = await openCard(local, req2.request);
     await card2.getByTestId("deny-reason").fill("not today");
     await card2.getByTestId("deny").click();
@@ -200,7 +200,7 @@ describe("passkeys in the console", () => {
 
     const seen = new Set<string>();
     const first = held(gw.client.callTool({ name: "deploy", arguments: {} }));
-    const req1 = await nextRequest(stateDir, seen);
+    const req1 = await nextStoredRequest(stateDir, seen);
     await (await openCard(local, req1.request)).getByTestId("approve-session").click();
     await page.waitForSelector("p.outcome");
     expect((await first).isError).toBeFalsy();
@@ -208,7 +208,7 @@ describe("passkeys in the console", () => {
     // A card on screen, then the passkey is removed elsewhere (the terminal): the click that
     // follows makes the authenticator answer, and the answer is not honoured.
     const wipe = held(gw.client.callTool({ name: "wipe", arguments: {} }));
-    const req2 = await nextRequest(stateDir, seen);
+    const req2 = await nextStoredRequest(stateDir, seen);
     const card = await openCard(local, req2.request);
     await card.getByTestId("deny-reason").fill("typing keeps this page as it is");
     const rm = await runCli(["passkey", "rm", id, "--state-dir", stateDir]);
@@ -221,7 +221,7 @@ describe("passkeys in the console", () => {
 
     // The grant it approved before no longer covers the tool: the next deploy asks again.
     const again = held(gw.client.callTool({ name: "deploy", arguments: {} }));
-    const req3 = await nextRequest(stateDir, seen);
+    const req3 = await nextStoredRequest(stateDir, seen);
     expect(req3.tool).toBe("deploy");
     expect(await grants(stateDir)).toEqual([]);
     await gw.close();
@@ -328,7 +328,7 @@ describe("the passkey routes' edges", () => {
     // with an unregistered passkey's answer to the one it did: both refused, still pending.
     const gw = await listedGateway(stateDir, dir, [DEPLOY_TOOL]);
     const call = held(gw.client.callTool({ name: "deploy", arguments: {} }));
-    const req = await nextRequest(stateDir);
+    const req = await nextStoredRequest(stateDir);
     const lcsrf = await passphraseLogin(local);
     const path = `/requests/${req.request}/passkey`;
     const forged = await local.json(path, { response: made }, lcsrf);
@@ -377,7 +377,7 @@ describe("the passkey routes' edges", () => {
 
     const gw = await listedGateway(stateDir, dir, [DEPLOY_TOOL]);
     const call = held(gw.client.callTool({ name: "deploy", arguments: {} }));
-    const req = await nextRequest(stateDir);
+    const req = await nextStoredRequest(stateDir);
     const path = `/requests/${req.request}/passkey`;
     const answer = key.assert(await preparedChallenge(local, req.request, csrf), {
       origin,

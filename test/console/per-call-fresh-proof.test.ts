@@ -9,7 +9,7 @@ import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { nextRequest } from "../helpers/approvals.js";
+import { nextStoredRequest } from "../helpers/approvals.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { CLI, NODE } from "../helpers/paths.js";
 import { TEST_PASSPHRASE } from "../helpers/state.js";
@@ -45,7 +45,7 @@ describe("a console asking fresh proof for each call of a per-call tool", () => 
           timeout: 90_000,
         });
         call.catch(() => {}); // awaited below
-        const req = await nextRequest(stateDir, seen);
+        const req = await nextStoredRequest(stateDir, seen);
         seen.add(req.request);
 
         const s = await httpLogin(console_.url);
@@ -91,7 +91,7 @@ describe("a console asking fresh proof for each call of a per-call tool", () => 
           timeout: 90_000,
         });
         second.catch(() => {}); // refused once denied
-        const next = await nextRequest(stateDir, seen);
+        const next = await nextStoredRequest(stateDir, seen);
         const denied = await post(
           console_.url,
           `/requests/${next.request}/decide`,

@@ -7,7 +7,7 @@
 // the keys, leaves the held proof as it is (one click still decides). A real gateway (per call)
 // before the catalog fixture, a real console process, the real CLI rotating; plain HTTP.
 import { describe, expect, it } from "vitest";
-import { nextRequest } from "../helpers/approvals.js";
+import { nextStoredRequest } from "../helpers/approvals.js";
 import { runCli } from "../helpers/gateway.js";
 import { changeByCli, passphraseFile, withPassphrase } from "../helpers/passphraseChange.js";
 import { passphraseEnv, TEST_PASSPHRASE } from "../helpers/state.js";
@@ -23,7 +23,7 @@ async function askedOnce(shop: Shop, s: Awaited<ReturnType<typeof httpLogin>>, s
     timeout: 90_000,
   });
   call.catch(() => {}); // awaited by the test
-  const req = await nextRequest(shop.stateDir, seen);
+  const req = await nextStoredRequest(shop.stateDir, seen);
   seen.add(req.request);
   const card = await raw(`${shop.console_.url}/requests/${req.request}`, { headers: { Cookie: s.cookie } });
   const fields = {

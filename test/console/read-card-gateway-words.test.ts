@@ -7,7 +7,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { nextRequest } from "../helpers/approvals.js";
+import { nextStoredRequest } from "../helpers/approvals.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { startGateway } from "../helpers/gateway.js";
 import { fixtureCommand } from "../helpers/paths.js";
@@ -45,7 +45,7 @@ describe("the console's card of a guarded read", () => {
 
     const uri = `test://${"a".repeat(600)}`;
     gw.client.request({ method: "resources/read", params: { uri } }, ResultSchema).catch(() => {});
-    const req = await nextRequest(stateDir, new Set());
+    const req = await nextStoredRequest(stateDir, new Set());
     expect(req.tool).toBe(`resources/read ${uri}`);
 
     const s = await httpLogin(console_.url);

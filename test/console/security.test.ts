@@ -16,7 +16,7 @@ import { CSP } from "../../src/console/http.js";
 import { PASSKEY_ROUTES } from "../../src/console/passkeys.js";
 import { openStore } from "../../src/store/db.js";
 import { isWellFormedString } from "../../src/util/canonical.js";
-import { auditEvents, pending, waitForPending } from "../helpers/approvals.js";
+import { auditEvents, pending, storedPending, waitForPending } from "../helpers/approvals.js";
 import { exitWithOutput } from "../helpers/exitWithOutput.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
@@ -117,7 +117,7 @@ async function withPendingDeploy(
   const gw = await gatewayFor(stateDir, catalogFile(dir, [DEPLOY_TOOL]));
   try {
     const call = gw.client.callTool({ name: "deploy", arguments: { note } });
-    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a pending request");
+    const req = await waitForPending(stateDir, (l) => l[0], 20_000, "a pending request", storedPending);
     const session = await httpLogin(base);
     await body({ call, request: req.request, path: `/requests/${req.request}/decide`, session });
   } finally {
