@@ -89,7 +89,13 @@ it("a latest revision rewritten to name the expanded catalog: the run's grants e
     () => "answered",
     () => "refused",
   );
-  const asked = await waitForPending(stateDir, (l) => l.find((p) => !seen.has(p.request)) ?? null, 10_000);
+  const asked = await waitForPending(
+    stateDir,
+    (l) => l.find((p) => !seen.has(p.request)) ?? null,
+    10_000,
+    "an approval request",
+    storedPending,
+  );
   expect(asked.tool).toBe("add_note");
   expect(cat.records().map((r) => r.args.text ?? r.args.page)).toEqual(["a", "a", "b"]);
   await gw.close();
