@@ -78,6 +78,13 @@ const PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion";
 export class HttpFront {
   private server: Server | null = null;
   private readonly sessions = new Map<string, Session>();
+  /**
+   * Every session whose end has not finished, in the map or not: one leaves the map when its end
+   * answered what was open (or a modern client's next request opened its successor under the same
+   * key while its gateway still answered what it held), and its run and server end after that.
+   * The front's close waits for them all, so the store is not closed under a run still ending.
+   */
+  private readonly unfinished = new Set<Session>();
   private closing = false;
   private hosts = new Set<string>();
   private origins = new Set<string>();
@@ -157,7 +164,7 @@ export class HttpFront {
     if (this.closing) return;
     this.closing = true;
     if (this.reaper) clearInterval(this.reaper);
-    await Promise.all([...this.sessions.values()].map((s) => s.end()));
+    await Promise.all([...this.unfinished].map((s) => s.end()));
     const server = this.server;
     if (server) {
       server.closeAllConnections();
@@ -168,7 +175,8 @@ export class HttpFront {
   private reapIdle(): void {
     const now = Date.now();
     for (const s of this.sessions.values()) {
-      if (s.idle && now - s.lastUsed > this.o.idleTimeoutMs) {
+      // one whose end is under way (its gateway answering what it held) is not ended again
+      if (s.idle && !s.isEnded && now - s.lastUsed > this.o.idleTimeoutMs) {
         this.o.log.info(`http: session ${s.id.slice(0, 8)}… idle for ${this.o.idleTimeoutMs} ms: ended`);
         void s.end();
       }
@@ -320,10 +328,13 @@ export class HttpFront {
       this.keyOf(peer),
       (s) => {
         if (this.sessions.get(s.id) === s) this.sessions.delete(s.id);
+        // its end is under way (end() gives the same promise): forgotten once it is over
+        void s.end().finally(() => this.unfinished.delete(s));
       },
       log,
     );
     this.sessions.set(id, session);
+    this.unfinished.add(session);
     session.hooks = this.o.open(session, peer);
     return session;
   }
