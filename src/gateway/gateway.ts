@@ -1008,7 +1008,8 @@ export class Gateway {
     this.guarded.abortDecisions(CONNECTION_ENDS);
     await this.decisionsEnded(() => this.ended);
     if (this.ended) return;
-    this.guarded.answerHeld();
+    // for good: a decision still under way past that wait is answered so when it returns
+    this.guarded.answerHeldAtEnd();
   }
 
   /**
@@ -1101,7 +1102,7 @@ export class Gateway {
     this.elicitation.close();
     this.o.log.info(reason);
     const why = this.scrub(reason);
-    this.guarded.answerHeld(why);
+    this.guarded.answerHeldAtEnd(why);
     // what waited for a new process's replayed handshake was never sent: told why, as held requests are
     this.inFlight.answerBehindHandshake(refuse.identityPendingAtEnd(this.gen?.epoch ?? null, why));
     this.guarded.endDecisions(why);

@@ -124,6 +124,13 @@ export class GuardedRequests {
   private ending: string | null = null;
   /** why waits for a human are cut short, once the connection ends (abortDecisions) */
   private cutShort: string | null = null;
+  /**
+   * How the connection's end answered what was held, once it did (answerHeldAtEnd): nothing serves a
+   * held request after that, so a request that would be held from then on, and a decision that
+   * returns from then on (one stalled past the end's bounded wait, by a store another process
+   * keeps locked), is answered so at once and recorded, never held nor sent (`over`).
+   */
+  private heldAnsweredAs: EndAnswer | null = null;
 
   constructor(private readonly p: GuardedRequestsPorts) {
     this.heldCalls = new HeldRequests(p.holdTimeoutMs, (msg) => this.answerPending(msg));
@@ -292,11 +299,31 @@ export class GuardedRequests {
     this.abortDecisions("the connection ends");
   }
 
-  /** Answers `msg` at once when the gateway is ending the connection: nothing is decided or sent. */
+  /**
+   * Answers `msg` at once when the connection is over for what waits (the gateway ends it, or the
+   * end answered what was held: a signal, an HTTP session's end): nothing is decided or sent.
+   */
   private refusedAtEnd(msg: Request): boolean {
-    if (!this.p.ended()) return false;
-    this.answerAtEnd(msg, this.ending ?? "the gateway ended the connection");
+    const end = this.over();
+    if (end === null) return false;
+    this.answerOver(msg, end);
     return true;
+  }
+
+  /**
+   * How a request is answered that the connection's end came before: the gateway ends the
+   * connection (`end`), or the end already answered what was held (answerHeldAtEnd); else null. From
+   * then on nothing is held or sent: a request held now would never be answered, nor recorded.
+   */
+  private over(): EndAnswer | null {
+    if (this.p.ended()) return { ending: this.ending ?? GATEWAY_ENDED, by: "gateway" };
+    return this.heldAnsweredAs;
+  }
+
+  /** Answers `msg` as the end answered what was held (`end`); recorded unless `record` is false. */
+  private answerOver(msg: Request, end: EndAnswer, record = true): void {
+    if (end.ending === undefined) this.answerPending(msg, record);
+    else this.answerAtEnd(msg, end.ending, end.by, record);
   }
 
   /**
@@ -304,12 +331,16 @@ export class GuardedRequests {
    * a refusal is answered as decided (false: go on); anything else sends nothing and gets the
    * answer a held request gets at the end, its intent (if one was written) closed.
    */
-  private endedMeanwhile(msg: Request, verdict: Awaited<ReturnType<typeof decide>>, tool?: string): boolean {
+  private endedMeanwhile(
+    msg: Request,
+    verdict: Awaited<ReturnType<typeof decide>>,
+    end: EndAnswer,
+    tool?: string,
+  ): boolean {
     if (verdict.action === "refuse") return false;
-    const ending = this.ending ?? "the gateway ended the connection";
     if (verdict.action !== "forward") {
       // held (or its arguments judged): nothing of it is in the audit yet, its refusal is recorded
-      this.answerAtEnd(msg, ending);
+      this.answerOver(msg, end);
       return true;
     }
     const method = msg.method === "tools/call" ? undefined : msg.method;
@@ -323,7 +354,7 @@ export class GuardedRequests {
       method,
     );
     // its intent and that end are its records: no refusal is recorded beside them
-    this.answerAtEnd(msg, ending, "gateway", false);
+    this.answerOver(msg, end, false);
     return true;
   }
 
@@ -335,10 +366,20 @@ export class GuardedRequests {
    * would be stale.
    */
   answerHeld(ending?: string, by?: "gateway" | "client"): void {
-    for (const msg of [...this.heldLists.drain(), ...this.heldCalls.drain()]) {
-      if (ending === undefined) this.answerPending(msg);
-      else this.answerAtEnd(msg, ending, by);
-    }
+    for (const msg of [...this.heldLists.drain(), ...this.heldCalls.drain()])
+      this.answerOver(msg, { ending, by });
+  }
+
+  /**
+   * The connection's end answers what is held, for good (answerHeld): after its bounded wait for
+   * the decisions under way (a signal, the client's input closed, an HTTP session's end) or as the
+   * gateway ends the connection. Nothing serves a held request after that, so a request that would
+   * be held from then on, or a decision that returns from then on, is answered so too and
+   * recorded, never held nor sent (`over`). (The first end's answer stands.)
+   */
+  answerHeldAtEnd(ending?: string, by?: "gateway" | "client"): void {
+    this.heldAnsweredAs ??= { ending, by };
+    this.answerHeld(ending, by);
   }
 
   serveToolsList(msg: Request): void {
@@ -436,7 +477,8 @@ export class GuardedRequests {
         records.callInterrupted(callOf(msg), tool, verdict.call.epoch, "cancelled", "not_forwarded");
       return;
     }
-    if (this.p.ended() && this.endedMeanwhile(msg, verdict, tool)) return;
+    const end = this.over();
+    if (end !== null && this.endedMeanwhile(msg, verdict, end, tool)) return;
     // The connection ended after the call was sent to the console but before its answer went out:
     // the retry input_required invites cannot come, so the call gets the refusal of a wait cut
     // short (authorization_required) and its request closes with the run.
@@ -578,7 +620,8 @@ export class GuardedRequests {
       if (this.deciding.get(key) === mark) this.deciding.delete(key);
       this.underWay.delete(mark);
     }
-    if (this.p.ended() && !mark.cancelled && this.endedMeanwhile(msg, verdict)) return;
+    const end = this.over();
+    if (end !== null && !mark.cancelled && this.endedMeanwhile(msg, verdict, end)) return;
     // sent to the console: the client retries once it has shown the page, and the retry waits on
     // the same request (as a call's does)
     if (inputRequired && !mark.cancelled && verdict.action === "refuse" && mark.endedBy === undefined) {
@@ -727,7 +770,8 @@ export class GuardedRequests {
       return;
     }
     // (a wait for a human cut short as the client closes its input: as when the gateway ends it)
-    if (this.p.ended() || mark.endedBy !== undefined) {
+    const end = this.over();
+    if (end !== null || mark.endedBy !== undefined) {
       // the uris the end came before (not decided, or held): refused with the listen, recorded
       // as a held listen's uris are at the end, so each uri of it has one end in the audit
       const undecided = undecidedUris(uris, d);
@@ -740,7 +784,7 @@ export class GuardedRequests {
           "identity_pending",
         );
       if (first) this.answer(msg, errorResponse(msg.id, first.code, first.message, first.data));
-      else this.answerAtEnd(msg, this.ending ?? "the gateway ended the connection", "gateway", false);
+      else this.answerOver(msg, end ?? { ending: this.ending ?? GATEWAY_ENDED, by: "gateway" }, false);
       return;
     }
     if (d.stopped) {
@@ -823,7 +867,7 @@ export class GuardedRequests {
         out.stopped = verdict;
         return;
       }
-      if (mark.cancelled || mark.endedBy !== undefined || this.p.ended()) return;
+      if (mark.cancelled || mark.endedBy !== undefined || this.over() !== null) return;
     }
   }
 
@@ -935,8 +979,8 @@ export class GuardedRequests {
       this.closeListenReads(d, "cancelled");
       return "refused";
     }
-    if (this.p.ended() || mark.endedBy !== undefined || d.stopped) {
-      this.closeListenReads(d, this.p.ended() ? "connection_ended" : "redecided");
+    if (this.over() !== null || mark.endedBy !== undefined || d.stopped) {
+      this.closeListenReads(d, this.over() !== null ? "connection_ended" : "redecided");
       return "later";
     }
     const gen = this.p.current();
@@ -1039,7 +1083,7 @@ export class GuardedRequests {
         return "later";
       case "refuse":
         // the connection's end cut a wait for a human short: nothing was decided for this epoch
-        if (mark.endedBy !== undefined || this.p.ended()) return "later";
+        if (mark.endedBy !== undefined || this.over() !== null) return "later";
         records.denied(
           name,
           `${read.method} ${read.target}`,
@@ -1054,7 +1098,7 @@ export class GuardedRequests {
       case "forward": {
         const gen = this.p.current();
         const epoch = verdict.call.epoch;
-        if (this.p.ended() || gen === null || epoch !== gen.epoch || !this.p.mayForward()) {
+        if (this.over() !== null || gen === null || epoch !== gen.epoch || !this.p.mayForward()) {
           records.callInterrupted(name, undefined, epoch, "redecided", "not_forwarded", method);
           return "later";
         }
@@ -1162,6 +1206,8 @@ export class GuardedRequests {
    * (refusedHeldFull).
    */
   private refusedForCatalog(msg: Request): boolean {
+    // the connection's end answered what was held: nothing would answer this one any more
+    if (this.refusedAtEnd(msg)) return true;
     const down = this.p.serverDown();
     if (down !== null) {
       this.answerDown(msg, down);
@@ -1333,7 +1379,7 @@ export class GuardedRequests {
    * what is held): identity_pending, recorded for a call or guarded read; not_initialized, not
    * recorded, while the client has not sent notifications/initialized (no catalog was fetched).
    */
-  private answerPending(msg: Request): void {
+  private answerPending(msg: Request, record = true): void {
     if (this.p.session.awaitsInitializedNotice) {
       // held for a catalog no one fetches: the fetch waits on the client's notifications/initialized
       const e = refuse.initializedNotSent(msg.method);
@@ -1349,7 +1395,7 @@ export class GuardedRequests {
     );
     // the agent asked, and was refused: in the audit as any other refusal of a call or read is,
     // against the epoch whose catalog it waited for (the current one)
-    this.recordRefusedUndecided(msg, "identity_pending");
+    if (record) this.recordRefusedUndecided(msg, "identity_pending");
     this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
   }
 
@@ -1407,6 +1453,18 @@ function servedTools(snapshot: CatalogSnapshot): CatalogSnapshot["tools"] {
 
 /** Why a request was refused before (or instead of) a decision, as its record says. */
 type UndecidedRefusal = "server_unavailable" | "identity_pending" | "catalog_unavailable";
+
+/**
+ * How the connection's end answers a request it came before (GuardedRequests.answerHeld):
+ * `ending` why the connection ends (undefined: the refusal a hold's timeout gives), `by` who ended it.
+ */
+interface EndAnswer {
+  ending?: string;
+  by?: "gateway" | "client";
+}
+
+/** Why a request is refused once the gateway ends the connection, when no reason was given. */
+const GATEWAY_ENDED = "the gateway ended the connection";
 
 /** A uri of a listen the guard refused (`name`: what its denial is recorded under; null: not decided, not recorded). */
 interface RefusedUri {
