@@ -139,6 +139,9 @@ const LOOK_AGAIN_MS = [10, 20, 50, 120];
 /** Why the connection is over when one HTTP session ends (what its held requests are told). */
 const SESSION_ENDS =
   "the HTTP session ended (the client deleted it, or it was idle past the timeout): nothing more is sent to the server for it";
+/** Why it is over when its server (or the egress proxy before it) could not be started. */
+const NO_SERVER =
+  "the HTTP session ended: its server could not be started (the gateway's log says why): nothing was sent to the server";
 
 /**
  * The process behind a connection from this machine (Linux): the one process holding the other
@@ -300,6 +303,8 @@ function openSession(
     released: shared.releasedValues,
     calls: () => (gateway ? gateway.callsInFlight() : { epoch: null, inFlight: [] }),
   });
+  // why the session ends when it is not the client's doing nor the front's close
+  let endWhy: string | null = null;
   proxied
     .then((started) => {
       egress = started;
@@ -310,6 +315,7 @@ function openSession(
       statusLog.warn(
         e instanceof LaunchError ? `could not start the server: ${e.message}` : (e as Error).message,
       );
+      endWhy = NO_SERVER;
       void session.end();
     });
   let closed: Promise<void> | null = null;
@@ -319,7 +325,7 @@ function openSession(
     // call waiting for a human, or a request held, gets its own refusal, recorded, as on stdio at a
     // signal, before the session answers the rest session_ended and its run ends.
     answerWaiting: () =>
-      gateway?.answerWaiting(frontEnding.on ? undefined : SESSION_ENDS) ?? Promise.resolve(),
+      gateway?.answerWaiting(frontEnding.on ? undefined : (endWhy ?? SESSION_ENDS)) ?? Promise.resolve(),
     answerRefused: (id, problem) => gateway?.onClientAnswerRefused(id, problem),
     // this session's client is behind: its own server is left unread, no other session's
     flow: (reading) => supervisor.setReading?.(reading),

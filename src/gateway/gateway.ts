@@ -2,7 +2,7 @@ import { getRequest } from "../approval/requests.js";
 import { type CatalogSnapshot, diffCatalogs } from "../catalog/index.js";
 import type { OnChange, OnExpand } from "../config/config.js";
 import { type ApprovedCall, type AuthorizationPort, decide, type ServerView } from "../guard/guard.js";
-import { refuse } from "../guard/refusals.js";
+import { type EndedBy, refuse } from "../guard/refusals.js";
 import { selfWatcherOf } from "../identity/index.js";
 import type { Id, Response } from "../relay/jsonrpc.js";
 import type { Store } from "../store/db.js";
@@ -106,6 +106,8 @@ export class Gateway {
    * that wrote its requests and hung up) until the shutdown begins: then nothing more is fetched.
    */
   private over: string | null = null;
+  /** who ended it, once `over` (what a request refused at the end is told: refusals.ts, EndedBy) */
+  private overBy: EndedBy = "gateway";
   /**
    * A request was at the server, or a guarded one was sent to it, while a change of its files
    * was being judged: a change that compares equal is not "unchanged" for the running process.
@@ -1000,16 +1002,20 @@ export class Gateway {
    * `why`: why the connection is over, what a request held while no process can serve it is told
    * (the gateway's shutdown, or the end of the one HTTP session it serves).
    */
-  async answerWaiting(why: string = SHUTTING_DOWN): Promise<void> {
+  async answerWaiting(why?: string): Promise<void> {
     if (this.ended) return;
-    this.connectionOver(why);
+    // no reason given: the gateway's shutdown; given: the end of the one HTTP session it serves
+    this.connectionOver(why ?? SHUTTING_DOWN, why === undefined ? "gateway" : "session");
     // the server is about to be stopped: no fetch starts any more, not even for a held request
     this.catalog.stop();
     this.guarded.abortDecisions(CONNECTION_ENDS);
     await this.decisionsEnded(() => this.ended);
     if (this.ended) return;
-    // for good: a decision still under way past that wait is answered so when it returns
-    this.guarded.answerHeldAtEnd();
+    // for good: a decision still under way past that wait is answered so when it returns. Told
+    // why the connection is over, not "wait a moment, then retry" (a hold's own timeout): the
+    // client closed its input (already the reason of connectionOver), its session ended, or the
+    // gateway is shutting down; no process will serve the request on this connection
+    this.guarded.answerHeldAtEnd(this.over ?? undefined, this.overBy);
   }
 
   /**
@@ -1031,9 +1037,10 @@ export class Gateway {
    * failed re-list is no longer retried, no restart is made for a lost worker, and what waits for
    * a process the gateway no longer brings in is answered now.
    */
-  private connectionOver(why: string): void {
+  private connectionOver(why: string, by: EndedBy = why === INPUT_CLOSED ? "client" : "gateway"): void {
     if (this.over !== null) return;
     this.over = why;
+    this.overBy = by;
     this.o.log.debug(`the connection is over (${why}): nothing new is sent to the server`);
     this.catalog.dropRetry(why);
     if (this.unknownRestart !== null) clearTimeout(this.unknownRestart);
@@ -1053,7 +1060,7 @@ export class Gateway {
   private answerUnservable(): void {
     const why = this.over;
     if (why === null || this.ended) return;
-    const by = why === INPUT_CLOSED ? "client" : "gateway";
+    const by = this.overBy;
     this.inFlight.answerBehindHandshake(refuse.identityPendingAtEnd(this.gen?.epoch ?? null, why, by));
     const gen = this.gen;
     if (!gen?.alive || this.inFlight.handshaking(gen)) this.guarded.answerHeld(why, by);

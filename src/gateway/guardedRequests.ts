@@ -1,6 +1,6 @@
 import type { CatalogSnapshot } from "../catalog/index.js";
 import type { ApprovedCall, AuthorizationPort, decide, ReadFacts, ServerView } from "../guard/guard.js";
-import { refuse } from "../guard/refusals.js";
+import { type EndedBy, refuse } from "../guard/refusals.js";
 import {
   type ErrorObject,
   errorResponse,
@@ -365,7 +365,7 @@ export class GuardedRequests {
    * request (a change being judged, say) is over and the session is closing, so "wait and retry"
    * would be stale.
    */
-  answerHeld(ending?: string, by?: "gateway" | "client"): void {
+  answerHeld(ending?: string, by?: EndedBy): void {
     for (const msg of [...this.heldLists.drain(), ...this.heldCalls.drain()])
       this.answerOver(msg, { ending, by });
   }
@@ -377,7 +377,7 @@ export class GuardedRequests {
    * be held from then on, or a decision that returns from then on, is answered so too and
    * recorded, never held nor sent (`over`). (The first end's answer stands.)
    */
-  answerHeldAtEnd(ending?: string, by?: "gateway" | "client"): void {
+  answerHeldAtEnd(ending?: string, by?: EndedBy): void {
     this.heldAnsweredAs ??= { ending, by };
     this.answerHeld(ending, by);
   }
@@ -1358,7 +1358,7 @@ export class GuardedRequests {
    * closed connection_ended, a listen's uris recorded one by one). Written before the gateway's
    * shutdown closes the run and writes its last records (src/cli/serve.ts, shutdown).
    */
-  private answerAtEnd(msg: Request, ending: string, by?: "gateway" | "client", record = true): void {
+  private answerAtEnd(msg: Request, ending: string, by?: EndedBy, record = true): void {
     const e = refuse.identityPendingAtEnd(this.p.current()?.epoch ?? null, ending, by);
     if (record) this.recordRefusedUndecided(msg, "identity_pending");
     this.answer(msg, errorResponse(msg.id, e.code, e.message, e.data));
@@ -1460,7 +1460,7 @@ type UndecidedRefusal = "server_unavailable" | "identity_pending" | "catalog_una
  */
 interface EndAnswer {
   ending?: string;
-  by?: "gateway" | "client";
+  by?: EndedBy;
 }
 
 /** Why a request is refused once the gateway ends the connection, when no reason was given. */

@@ -136,6 +136,21 @@ const STALE_WORDS = {
   },
 } as const;
 
+/**
+ * Who ended a connection that a request was refused at the end of: the client (it closed its
+ * input), the gateway (a signal, or its own end), or the client's session (an HTTP session
+ * deleted, idle past its timeout, or whose server could not be started: `why` says which).
+ */
+export type EndedBy = "gateway" | "client" | "session";
+
+const END_WORDS: Record<EndedBy, string> = {
+  client:
+    "The client closed its input before this request could be sent to the new server process; nothing was sent to the server.",
+  gateway:
+    "The gateway ended the connection before this request could be decided; nothing was sent to the server.",
+  session: "The client's session ended before this request could be decided; nothing was sent to the server.",
+};
+
 export const refuse = {
   /**
    * The epoch's catalog was not known in time. `changed`: an epoch came before this one (a
@@ -182,16 +197,10 @@ export const refuse = {
    * new server process is brought into a session nobody speaks in any more). Nothing was sent:
    * safe to send again, on the new connection.
    */
-  identityPendingAtEnd: (currentEpoch: string | null, why: string, by: "gateway" | "client" = "gateway") =>
-    refusal(
-      "identity_pending",
-      by === "client"
-        ? "The client closed its input before this request could be sent to the new server process; nothing was sent to the server."
-        : "The gateway ended the connection before this request could be decided; nothing was sent to the server.",
-      why,
-      "reconnect, list tools again, then retry",
-      { currentEpoch },
-    ),
+  identityPendingAtEnd: (currentEpoch: string | null, why: string, by: EndedBy = "gateway") =>
+    refusal("identity_pending", END_WORDS[by], why, "reconnect, list tools again, then retry", {
+      currentEpoch,
+    }),
 
   /**
    * The epoch's catalog could not be fetched (`catalogError`: why, as the gateway saw it; a

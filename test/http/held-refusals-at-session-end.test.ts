@@ -141,12 +141,21 @@ describe("requests held for the catalog when the HTTP session ends", () => {
     const read = raw(l, { headers, body: READ });
     await heldRead(l);
     expect((await raw(l, { method: "DELETE", headers })).status).toBe(200);
-    // before: session_ended, and nothing recorded
+    // before: session_ended, and nothing recorded. Told the session ended, and to reconnect, not
+    // the hold timeout's "wait a moment, then list tools again and retry" (a session that is gone)
     for (const [r, id] of [
       [await call, "call"],
       [await read, "read"],
     ] as const)
-      expect(answerOf(r, id).error).toMatchObject({ code: -32053, data: { error: "identity_pending" } });
+      expect(answerOf(r, id).error).toMatchObject({
+        code: -32053,
+        message: expect.stringMatching(/^The client's session ended before this request could be decided/),
+        data: {
+          error: "identity_pending",
+          reason: expect.stringMatching(/^the HTTP session ended/),
+          retry: expect.stringMatching(/^reconnect/),
+        },
+      });
     await waitFor(() => runsEnded(l.stateDir), 20_000, "the session's run to end");
     l.proc.kill("SIGTERM");
     await expectRecorded(l, ["call", "read"]);
@@ -177,8 +186,15 @@ describe("requests held for the catalog when the HTTP session ends", () => {
     const read = raw(l, { headers, body: READ });
     await heldRead(l);
     l.proc.kill("SIGTERM");
-    expect(answerOf(await call, "call").error?.data).toMatchObject({ error: "identity_pending" });
-    expect(answerOf(await read, "read").error?.data).toMatchObject({ error: "identity_pending" });
+    for (const [r, id] of [
+      [await call, "call"],
+      [await read, "read"],
+    ] as const)
+      expect(answerOf(r, id).error?.data).toMatchObject({
+        error: "identity_pending",
+        reason: expect.stringMatching(/^the gateway is shutting down/),
+        retry: expect.stringMatching(/^reconnect/),
+      });
     await expectRecorded(l, ["call", "read"]);
   }, 60_000);
 });
@@ -199,7 +215,7 @@ describe("requests held behind the handshake replayed to a new server process wh
     ] as const)
       expect(answerOf(r, id).error).toMatchObject({
         code: -32053,
-        message: expect.stringMatching(/nothing was sent to the server/),
+        message: expect.stringMatching(/^The client's session ended .*nothing was sent to the server/),
         data: {
           error: "identity_pending",
           currentEpoch: epoch,
