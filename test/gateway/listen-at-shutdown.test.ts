@@ -8,6 +8,7 @@
 // output closed, while a call at the server got `shutting_down`; and the same for a listen
 // written to a server that reads none of its input.
 import { afterEach, describe, expect, it } from "vitest";
+import { auditEvents } from "../helpers/approvals.js";
 import { startExhaustGateway } from "../helpers/exhaustGateway.js";
 import { waitFor } from "../helpers/files.js";
 import { modernMeta } from "../helpers/modernMeta.js";
@@ -55,6 +56,18 @@ describe("a subscriptions/listen open when the gateway shuts down", () => {
     // one that names a resource: decided by the guard, then written as the other
     listen("doc", { resourceSubscriptions: ["exhaust://doc"] });
     call("hang", "hang");
+    // A guarded listen is written once its decision is recorded: a ping sent at once could pass it
+    // (relayed as it comes), and the client close its input while the listen was still decided (a
+    // loaded CI machine: the listen then got the refusal of a connection ended before it was
+    // decided, which is not the case under test). Its record first, then the ping behind it.
+    await waitFor(
+      async () =>
+        (await auditEvents(g.stateDir)).some(
+          (e) => e.type === "request_forwarded" && e.requestId === "doc",
+        ) || undefined,
+      20_000,
+      "the listen naming a resource recorded to be forwarded",
+    );
     await read("ping");
     await waitFor(() => g.stderr().includes("[exhaust]"), 10_000, "the server's stderr");
     // before: neither listen got any answer
