@@ -111,3 +111,21 @@ function tryUnder(pid: number, start: () => ChildProcess): ChildProcess | null {
   }
   return null;
 }
+
+/** Resolves once `child` has exited (at once if it has). */
+export function exited(child: ChildProcess): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else child.once("exit", () => resolve());
+  });
+}
+
+/**
+ * What ended `child` (a process standing for someone else's under a chosen pid): SIGHUP, the
+ * test's own, sent now, unless something else (a signal meant for another group) came first.
+ */
+export async function endedBy(child: ChildProcess): Promise<NodeJS.Signals | null> {
+  if (child.exitCode === null && child.signalCode === null) process.kill(child.pid!, "SIGHUP");
+  await exited(child);
+  return child.signalCode;
+}

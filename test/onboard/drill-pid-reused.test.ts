@@ -12,26 +12,13 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { afterEach, expect, it } from "vitest";
 import { seenServer, signalServerGroup } from "../../src/onboard/drillRecord.js";
 import { alive } from "../helpers/files.js";
-import { canChoosePids, sleepingChildUnder } from "../helpers/pids.js";
+import { canChoosePids, endedBy, exited, sleepingChildUnder } from "../helpers/pids.js";
 
 let cleanup: (() => void)[] = [];
 afterEach(() => {
   for (const c of cleanup.reverse()) c();
   cleanup = [];
 });
-
-const exited = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve();
-    else child.once("exit", () => resolve());
-  });
-
-/** What ended `child`: SIGHUP (the test's own, sent now) unless something else came first. */
-async function endedBy(child: ChildProcess): Promise<NodeJS.Signals | null> {
-  if (child.exitCode === null && child.signalCode === null) process.kill(child.pid!, "SIGHUP");
-  await exited(child);
-  return child.signalCode;
-}
 
 /** A server as the drill's gateway starts one: its child, leading a process group of its own. */
 function server(): ChildProcess {

@@ -15,19 +15,13 @@ import { afterEach, expect, it } from "vitest";
 import { type Leader, leaderOf, recordLeader } from "../../src/supervisor/groupSignal.js";
 import { ProcessGroups } from "../../src/supervisor/processGroups.js";
 import { alive, removeDir, tempDir } from "../helpers/files.js";
-import { canChoosePids, childUnder } from "../helpers/pids.js";
+import { canChoosePids, childUnder, exited } from "../helpers/pids.js";
 
 let cleanup: (() => void)[] = [];
 afterEach(() => {
   for (const c of cleanup.reverse()) c();
   cleanup = [];
 });
-
-const exited = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve();
-    else child.once("exit", () => resolve());
-  });
 
 /** Its leader record, made right after the spawn as spawnServer makes it. */
 function recorded(child: ChildProcess): Leader {

@@ -14,25 +14,12 @@ import { EarlyStart } from "../../src/supervisor/earlyStart.js";
 import { discard, type SpawnSpec, spawnServer } from "../../src/supervisor/spawn.js";
 import { stopChild } from "../../src/supervisor/workerPipes.js";
 import { removeDir, tempDir } from "../helpers/files.js";
-import { canChoosePids, sleepingChildUnder } from "../helpers/pids.js";
+import { canChoosePids, endedBy, exited, sleepingChildUnder } from "../helpers/pids.js";
 import { deferredCleanup, supervisorIn } from "../helpers/supervisor.js";
 
 const defer = deferredCleanup();
 
 const PATH = process.env.PATH ?? "/usr/bin:/bin";
-
-const exited = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve();
-    else child.once("exit", () => resolve());
-  });
-
-/** What ended the unrelated process: SIGHUP (the test's own, sent now) unless something else came first. */
-async function endedBy(other: ChildProcess): Promise<NodeJS.Signals | null> {
-  if (other.exitCode === null && other.signalCode === null) process.kill(other.pid!, "SIGHUP");
-  await exited(other);
-  return other.signalCode;
-}
 
 /** Starts an unrelated group under `pid` (null: another process took the pid first). */
 function otherGroupUnder(pid: number): ChildProcess | null {

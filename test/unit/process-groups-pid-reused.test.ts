@@ -11,7 +11,7 @@ import { afterEach, expect, it } from "vitest";
 import { type Leader, leaderOf, recordLeader } from "../../src/supervisor/groupSignal.js";
 import { ProcessGroups } from "../../src/supervisor/processGroups.js";
 import { alive } from "../helpers/files.js";
-import { canChoosePids, sleepingChildUnder } from "../helpers/pids.js";
+import { canChoosePids, exited, sleepingChildUnder } from "../helpers/pids.js";
 
 let cleanup: (() => void)[] = [];
 afterEach(() => {
@@ -32,12 +32,6 @@ function detached(command: string, args: string[]): ChildProcess {
   });
   return child;
 }
-
-const exited = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve();
-    else child.once("exit", () => resolve());
-  });
 
 it.skipIf(!canChoosePids())(
   "a dead group's SIGKILL after the grace spares the next launch given its number",
