@@ -97,6 +97,19 @@ function answerOf(r: RawResponse, id: string) {
   return found[0] as { error?: { code: number; message: string; data?: Record<string, unknown> } };
 }
 
+/** The held call's and read's answers (each one, on its own exchange) both match `error`. */
+async function expectBothRefused(
+  call: Promise<RawResponse>,
+  read: Promise<RawResponse>,
+  error: Record<string, unknown>,
+): Promise<void> {
+  for (const [r, id] of [
+    [await call, "call"],
+    [await read, "read"],
+  ] as const)
+    expect(answerOf(r, id).error).toMatchObject(error);
+}
+
 /** Whether every run in the store has ended (read there: a request would keep a session alive). */
 function runsEnded(stateDir: string): boolean {
   const db = openStore(stateDir);
@@ -143,19 +156,15 @@ describe("requests held for the catalog when the HTTP session ends", () => {
     expect((await raw(l, { method: "DELETE", headers })).status).toBe(200);
     // before: session_ended, and nothing recorded. Told the session ended, and to reconnect, not
     // the hold timeout's "wait a moment, then list tools again and retry" (a session that is gone)
-    for (const [r, id] of [
-      [await call, "call"],
-      [await read, "read"],
-    ] as const)
-      expect(answerOf(r, id).error).toMatchObject({
-        code: -32053,
-        message: expect.stringMatching(/^The client's session ended before this request could be decided/),
-        data: {
-          error: "identity_pending",
-          reason: expect.stringMatching(/^the HTTP session ended/),
-          retry: expect.stringMatching(/^reconnect/),
-        },
-      });
+    await expectBothRefused(call, read, {
+      code: -32053,
+      message: expect.stringMatching(/^The client's session ended before this request could be decided/),
+      data: {
+        error: "identity_pending",
+        reason: expect.stringMatching(/^the HTTP session ended/),
+        retry: expect.stringMatching(/^reconnect/),
+      },
+    });
     await waitFor(() => runsEnded(l.stateDir), 20_000, "the session's run to end");
     l.proc.kill("SIGTERM");
     await expectRecorded(l, ["call", "read"]);
@@ -186,15 +195,13 @@ describe("requests held for the catalog when the HTTP session ends", () => {
     const read = raw(l, { headers, body: READ });
     await heldRead(l);
     l.proc.kill("SIGTERM");
-    for (const [r, id] of [
-      [await call, "call"],
-      [await read, "read"],
-    ] as const)
-      expect(answerOf(r, id).error?.data).toMatchObject({
+    await expectBothRefused(call, read, {
+      data: {
         error: "identity_pending",
         reason: expect.stringMatching(/^the gateway is shutting down/),
         retry: expect.stringMatching(/^reconnect/),
-      });
+      },
+    });
     await expectRecorded(l, ["call", "read"]);
   }, 60_000);
 });
@@ -209,19 +216,15 @@ describe("requests held behind the handshake replayed to a new server process wh
     const read = raw(l, { headers, body: READ });
     await heldRead(l);
     expect((await raw(l, { method: "DELETE", headers })).status).toBe(200);
-    for (const [r, id] of [
-      [await call, "call"],
-      [await read, "read"],
-    ] as const)
-      expect(answerOf(r, id).error).toMatchObject({
-        code: -32053,
-        message: expect.stringMatching(/^The client's session ended .*nothing was sent to the server/),
-        data: {
-          error: "identity_pending",
-          currentEpoch: epoch,
-          reason: expect.stringMatching(/^the HTTP session ended/),
-        },
-      });
+    await expectBothRefused(call, read, {
+      code: -32053,
+      message: expect.stringMatching(/^The client's session ended .*nothing was sent to the server/),
+      data: {
+        error: "identity_pending",
+        currentEpoch: epoch,
+        reason: expect.stringMatching(/^the HTTP session ended/),
+      },
+    });
     // the held initialize was never answered: nothing of the requests reached a server
     expect(logged().filter((m) => m.method === "tools/call" || m.method === "resources/read")).toEqual([]);
     await waitFor(() => runsEnded(l.stateDir), 20_000, "the session's run to end");
@@ -241,15 +244,11 @@ describe("requests held behind a replayed handshake when the gateway ends the HT
     await heldRead(l);
     writeFileSync(initRefuse, "");
     rmSync(initHold);
-    for (const [r, id] of [
-      [await call, "call"],
-      [await read, "read"],
-    ] as const)
-      expect(answerOf(r, id).error).toMatchObject({
-        code: -32053,
-        message: expect.stringMatching(/^The gateway ended the connection/),
-        data: { error: "identity_pending", currentEpoch: epoch },
-      });
+    await expectBothRefused(call, read, {
+      code: -32053,
+      message: expect.stringMatching(/^The gateway ended the connection/),
+      data: { error: "identity_pending", currentEpoch: epoch },
+    });
     await waitFor(() => runsEnded(l.stateDir), 20_000, "the session's run to end");
     l.proc.kill("SIGTERM");
     await expectRecorded(l, ["call", "read"]);
