@@ -433,7 +433,9 @@ export class HttpSession implements Downstream {
    * answer, then the server behind stops. Called again meanwhile: the same end.
    */
   end(): Promise<void> {
-    this.ending ??= this.endOnce();
+    // started a microtask later, so that `ending` is set before any of it runs: an end() called
+    // again from within (a hook that ends the session) gets this end, never a second one
+    this.ending ??= Promise.resolve().then(() => this.endOnce());
     return this.ending;
   }
 
