@@ -26,7 +26,8 @@
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { lastResortText, scrubAtLastResort, scrubReleased } from "../../src/cli/lastResort.js";
-import { formsOf, ReleasedValues } from "../../src/vault/scrub.js";
+import { ReleasedValues } from "../../src/vault/scrub.js";
+import { formsOf } from "../../src/vault/valueForms.js";
 
 const MAX_SHOWN = 64 * 1024;
 

@@ -2,7 +2,7 @@
 // scrubbed: the scrubber sees the server's bytes before the id is spliced back.
 import { ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { formsOf } from "../../src/vault/scrub.js";
+import { formsOf } from "../../src/vault/valueForms.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { newStateDir, passphraseEnv } from "../helpers/state.js";
 import { storeSecret, vaultedProject } from "../vault/helpers.js";

@@ -9,7 +9,7 @@
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { formsOf } from "../../src/vault/scrub.js";
+import { formsOf } from "../../src/vault/valueForms.js";
 import { waitFor } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { rawGateway } from "../helpers/raw.js";

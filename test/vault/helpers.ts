@@ -3,7 +3,7 @@
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
-import { formsOf } from "../../src/vault/scrub.js";
+import { formsOf } from "../../src/vault/valueForms.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli } from "../helpers/gateway.js";
 import { NODE, REPO } from "../helpers/paths.js";

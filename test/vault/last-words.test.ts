@@ -9,7 +9,7 @@ import { spawnSync } from "node:child_process";
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { formsOf } from "../../src/vault/scrub.js";
+import { formsOf } from "../../src/vault/valueForms.js";
 import { removeDir, tempDir } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";
 import { NODE, REPO } from "../helpers/paths.js";

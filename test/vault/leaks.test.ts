@@ -10,7 +10,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { MAX_STDERR_LINE } from "../../src/supervisor/stderrLines.js";
-import { formsOf } from "../../src/vault/scrub.js";
+import { formsOf } from "../../src/vault/valueForms.js";
 import { decideByCli, nextStoredRequest } from "../helpers/approvals.js";
 import { sleep } from "../helpers/files.js";
 import { runCli, startGateway } from "../helpers/gateway.js";

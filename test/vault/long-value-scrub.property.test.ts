@@ -9,7 +9,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { LONG_VALUE, LongValue } from "../../src/vault/longValues.js";
 import { escapeRegExp, percentPattern } from "../../src/vault/percentSpelling.js";
-import { formsOf, ReleasedValues } from "../../src/vault/scrub.js";
+import { ReleasedValues } from "../../src/vault/scrub.js";
+import { formsOf } from "../../src/vault/valueForms.js";
 
 const MARK = "[redacted:big]";
 

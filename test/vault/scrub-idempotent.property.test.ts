@@ -11,7 +11,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { NOT_SCRUBBED, scrubbedOr } from "../../src/util/log.js";
 import { percentPattern } from "../../src/vault/percentSpelling.js";
-import { formsOf, ReleasedValues, redactionMarker } from "../../src/vault/scrub.js";
+import { ReleasedValues, redactionMarker } from "../../src/vault/scrub.js";
+import { formsOf } from "../../src/vault/valueForms.js";
 import { expectLinear } from "../helpers/linear.js";
 
 const unit = fc.constantFrom(..."[]redact:sx_a%5Db".split(""));

@@ -10,7 +10,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { percentPattern } from "../../src/vault/percentSpelling.js";
-import { formsOf, ReleasedValues, redactionMarker } from "../../src/vault/scrub.js";
+import { ReleasedValues, redactionMarker } from "../../src/vault/scrub.js";
+import { formsOf } from "../../src/vault/valueForms.js";
 
 /** Characters that make values overlap themselves and their spellings; no "%" (see below). */
 const PLAIN = ["{", "a", "7", "b", "B", "[", "]", ":", " ", "+", "é", "x", "2", "5", "=", "/"];

@@ -8,7 +8,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { percentPattern } from "../../src/vault/percentSpelling.js";
-import { formsOf, ReleasedValues, redactionMarker } from "../../src/vault/scrub.js";
+import { ReleasedValues, redactionMarker } from "../../src/vault/scrub.js";
+import { formsOf } from "../../src/vault/valueForms.js";
 import { expectLinear } from "../helpers/linear.js";
 
 /** The characters of `t` that no occurrence of a form (or percent spelling) of `v` covers. */

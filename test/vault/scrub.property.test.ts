@@ -6,7 +6,8 @@
 // alignment, encodeURIComponent, form encoding, and the value inside JSON strings (once and twice).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { formsOf, ReleasedValues } from "../../src/vault/scrub.js";
+import { ReleasedValues } from "../../src/vault/scrub.js";
+import { formsOf } from "../../src/vault/valueForms.js";
 
 const SCOPE = "api";
 const MARK = "[redacted:api]";

@@ -9,7 +9,8 @@
 // many escapes that the stretch is the wide one.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { formsOf, ReleasedValues, redactionMarker } from "../../src/vault/scrub.js";
+import { ReleasedValues, redactionMarker } from "../../src/vault/scrub.js";
+import { formsOf } from "../../src/vault/valueForms.js";
 
 const unit = fc.constantFrom(...'[]redact:sx_a\\"'.split(""));
 const scope = fc.constantFrom("s", "x", "a", "sx");

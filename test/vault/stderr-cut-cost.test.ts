@@ -7,7 +7,8 @@
 // value written across the cuts is still scrubbed.
 import { describe, expect, it } from "vitest";
 import { CUT_MARK, type LineScrubber, StderrLines } from "../../src/supervisor/stderrLines.js";
-import { formsOf, ReleasedValues } from "../../src/vault/scrub.js";
+import { ReleasedValues } from "../../src/vault/scrub.js";
+import { formsOf } from "../../src/vault/valueForms.js";
 
 /** A real ReleasedValues, with a count of the characters each cut search is given. */
 function counted(released: ReleasedValues): { scrubber: LineScrubber; searched: () => number } {

@@ -11,7 +11,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { CUT_MARK, StderrLines } from "../../src/supervisor/stderrLines.js";
-import { formsOf, ReleasedValues, redactionMarker } from "../../src/vault/scrub.js";
+import { ReleasedValues, redactionMarker } from "../../src/vault/scrub.js";
+import { formsOf } from "../../src/vault/valueForms.js";
 
 const unit = fc.constantFrom(..."[]redact:sx_a%5Db\\u".split(""));
 const scope = fc.constantFrom("s", "x", "a", "credential", "sx");

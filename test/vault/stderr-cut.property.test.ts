@@ -6,7 +6,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { CUT_MARK, StderrLines } from "../../src/supervisor/stderrLines.js";
-import { formsOf, ReleasedValues } from "../../src/vault/scrub.js";
+import { ReleasedValues } from "../../src/vault/scrub.js";
+import { formsOf } from "../../src/vault/valueForms.js";
 
 const MARK = "[redacted:api]";
 
