@@ -22,6 +22,7 @@ import type { ReleasedValues } from "../vault/scrub.js";
 import { exactReadNumbers, transportRewrites, writtenAgain, writtenNumber } from "./asWritten.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
+import { GATEWAY_META_PREFIX, mayHideGatewayMeta, withoutGatewayMeta } from "./gatewayMeta.js";
 import type { ClientPending, InFlight } from "./inFlight.js";
 import type { ProgressTokens } from "./progress.js";
 import {
@@ -291,6 +292,12 @@ export class ServerMessages {
     }
     const attributed = own || msg.error ? null : attributedInputRequests(msg.result);
     if (attributed !== null) msg = { ...msg, result: attributed };
+    // what the server wrote under the gateway's own _meta keys is the gateway's to say: taken out
+    const unmarked = own || msg.error ? null : withoutGatewayMeta(msg.result);
+    if (unmarked !== null) {
+      this.tookGatewayMeta(`answer to ${cutShort(entry.method)}`, unmarked.taken);
+      msg = { ...msg, result: unmarked.part };
+    }
     // The answer that ends a subscriptions/listen names the subscription in its result's _meta by
     // the listen's id: at the server that is the gateway's wire id, so the client's own id goes
     // there, as on the acknowledgement and the notifications under the listen (and over HTTP).
@@ -310,8 +317,10 @@ export class ServerMessages {
       unreadable === null &&
       attributed === null &&
       renamed === null &&
+      unmarked === null &&
       transport === null &&
-      !mayHideGatewayMarks(msg, text);
+      !mayHideGatewayMarks(msg, text) &&
+      !mayHideGatewayMeta(text);
     // A number that re-serialising would change (`9007199254740993`, `12345678901234567891`,
     // `1e-400`): the answer goes on as written when nothing rewrites it (`writtenNumber`); else the
     // client gets an error in its place, never another number. initialize's and server/discover's
@@ -322,7 +331,11 @@ export class ServerMessages {
     // it (`exactReadNumbers`). (One regex test of the line in the common case.)
     if (!asWritten && text !== undefined && !own && this.p.downstream.sendText !== undefined) {
       const rewrites =
-        imitates !== null || unreadable !== null || attributed !== null || renamed !== null
+        imitates !== null ||
+        unreadable !== null ||
+        attributed !== null ||
+        renamed !== null ||
+        unmarked !== null
           ? "the gateway rewrites the answer"
           : transport;
       const written = writtenNumber(text, msg, rewrites, true);
@@ -366,6 +379,17 @@ export class ServerMessages {
         gen: entry.gen,
       });
     this.sendDownstream(msg, entry.clientId, written);
+  }
+
+  /**
+   * Said when a server's message (`what`) had `taken` keys under the gateway's own `_meta` prefix
+   * taken out: sparingly, as a server may write them on every message (its keys are not quoted).
+   */
+  private tookGatewayMeta(what: string, taken: number): void {
+    this.dropped.say(
+      "gateway-meta",
+      `took ${taken} _meta key(s) beginning "${GATEWAY_META_PREFIX}" out of the server's ${what}: those keys are portcullis's own words, never the server's`,
+    );
   }
 
   /**
@@ -461,6 +485,13 @@ export class ServerMessages {
         `dropped the server's ${this.p.quote(msg.method)}: its params are by position (an array), which MCP does not allow`,
       );
       return;
+    }
+    // what the server wrote under the gateway's own _meta keys is the gateway's to say: taken out
+    // (an acknowledgement's refusals are written in below, by the gateway, when it refused any)
+    const unmarked = withoutGatewayMeta(msg.params);
+    if (unmarked !== null) {
+      this.tookGatewayMeta(this.p.quote(msg.method), unmarked.taken);
+      msg = { ...msg, params: unmarked.part };
     }
     if (subscription !== undefined) {
       if (this.notItsOwn(subscription as Id, gen, `a notification (${this.p.quote(msg.method)})`)) return;

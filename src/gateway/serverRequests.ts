@@ -17,6 +17,7 @@ import type { LinkGeneration as Generation, ServerLink } from "../supervisor/lin
 import type { Logger } from "../util/log.js";
 import { transportRewrites, writtenNumber } from "./asWritten.js";
 import type { Downstream } from "./downstream.js";
+import { GATEWAY_META_PREFIX, withoutGatewayMeta } from "./gatewayMeta.js";
 import { clientCapabilityFor, declaresCapability, isElicitationVariant } from "./protocol.js";
 import { attributedElicitation } from "./serverWords.js";
 import { cutShort, preview } from "./text.js";
@@ -142,11 +143,18 @@ export class ServerRequests {
     const wire = this.atClient.add({ serverId: msg.id, written, key, gen }, key);
     // an elicitation whose message begins as the gateway's own ("portcullis: a human must
     // approve…") is said to be the server's: its URL is the server's, not the console's
-    const params = msg.method === "elicitation/create" ? attributedElicitation(msg.params) : null;
-    if (params !== null)
+    const attributed = msg.method === "elicitation/create" ? attributedElicitation(msg.params) : null;
+    if (attributed !== null)
       this.p.log.warn(
         "the server's elicitation/create speaks as portcullis: the client is told it is the server's",
       );
+    // what the server wrote under the gateway's own _meta keys is the gateway's to say: taken out
+    const unmarked = withoutGatewayMeta(attributed ?? msg.params);
+    if (unmarked !== null)
+      this.p.log.warn(
+        `took ${unmarked.taken} _meta key(s) beginning "${GATEWAY_META_PREFIX}" out of the server's ${preview(msg.method)} request: those keys are portcullis's own words, never the server's`,
+      );
+    const params = unmarked?.part ?? attributed;
     const sent = { ...msg, id: wire, ...(params !== null ? { params } : {}) };
     // A number that re-serialising would change (`9007199254740993`, `1e-400`): the request goes
     // to the client as the server wrote it, under the gateway's id, when nothing rewrites it

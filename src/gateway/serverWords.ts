@@ -267,13 +267,13 @@ export function mayHideGatewayMarks(msg: { error?: unknown }, text: string | und
   if (text === undefined) return false;
   if (msg.error) return true;
   if (text.includes("requestState") || text.includes("inputRequests")) return true;
-  return text.includes("\\") && escapedKeyAmong(text, MARK_KEYS);
+  return text.includes("\\") && escapedKeyWhere(text, (key) => MARK_KEYS.has(key));
 }
 
 const MARK_KEYS: ReadonlySet<string> = new Set(["requestState", "inputRequests", INPUT_REQUEST_KEY]);
 
-/** Whether an object key of the JSON text `text` is written with an escape and reads as one of `names`. */
-function escapedKeyAmong(text: string, names: ReadonlySet<string>): boolean {
+/** Whether an object key of the JSON text `text` is written with an escape and reads as one `named` takes. */
+export function escapedKeyWhere(text: string, named: (key: string) => boolean): boolean {
   let at = 0;
   for (;;) {
     const open = text.indexOf('"', at);
@@ -294,7 +294,7 @@ function escapedKeyAmong(text: string, names: ReadonlySet<string>): boolean {
         k++;
       if (text[k] === ":") {
         try {
-          if (names.has(JSON.parse(token) as string)) return true;
+          if (named(JSON.parse(token) as string)) return true;
         } catch {
           return true; // not a JSON string after all: not relayed as written
         }

@@ -1,0 +1,54 @@
+/**
+ * The gateway's own `_meta` keys, and a server's words under them. The gateway tells the client
+ * things in `_meta` under keys that begin GATEWAY_META_PREFIX (`portcullis/refusedSubscriptions`
+ * on a listen's acknowledgement: the uris it refused, with its refusals). A server may write
+ * `_meta` on every result, notification and request of its own, and one that writes the gateway's
+ * key there speaks in the gateway's place ("refused by portcullis" about a subscription no human
+ * refused). What a server writes under such a key never reaches the client: it is taken out of
+ * the `_meta` of the message's params or result, the rest of which goes on.
+ */
+import { escapedKeyWhere } from "./serverWords.js";
+
+/** What every `_meta` key of the gateway's begins with. */
+export const GATEWAY_META_PREFIX = "portcullis/";
+
+/**
+ * Whether `key` is one of the gateway's, in any case: a client that looks keys up without regard
+ * to case (as some do for headers) would read `Portcullis/…` as the gateway's too.
+ */
+export function isGatewayMetaKey(key: string): boolean {
+  return key.slice(0, GATEWAY_META_PREFIX.length).toLowerCase() === GATEWAY_META_PREFIX;
+}
+
+/**
+ * `part` (a server message's params or result) with every gateway key taken out of its `_meta`,
+ * and how many were; null when it has none (nothing to take out: `part` goes on as it is).
+ */
+export function withoutGatewayMeta(part: unknown): { part: Record<string, unknown>; taken: number } | null {
+  if (!isObject(part) || !isObject(part._meta)) return null;
+  const keys = Object.keys(part._meta);
+  const taken = keys.filter(isGatewayMetaKey);
+  if (taken.length === 0) return null;
+  const meta: Record<string, unknown> = {};
+  for (const k of keys) if (!isGatewayMetaKey(k)) meta[k] = part._meta[k];
+  return { part: { ...part, _meta: meta }, taken: taken.length };
+}
+
+/**
+ * Whether the server's text may carry a gateway key that the message as read does not show: under
+ * a `_meta` written twice (JSON.parse keeps the last, a client's parser may keep the first), or
+ * spelt with an escape (`portcullis\u002f…`). Such a message goes on as the gateway read it (and
+ * took its gateway keys out of), not as written. One scan of the line; a message that names no
+ * `portcullis/` and has no escaped key reading as one (the relay's common case) goes as written.
+ */
+export function mayHideGatewayMeta(text: string | undefined): boolean {
+  if (text === undefined) return false;
+  if (MENTION.test(text)) return true;
+  return text.includes("\\") && escapedKeyWhere(text, isGatewayMetaKey);
+}
+
+const MENTION = /portcullis\//i;
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}

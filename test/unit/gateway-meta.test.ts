@@ -1,0 +1,32 @@
+import { describe, expect, it } from "vitest";
+import { isGatewayMetaKey, mayHideGatewayMeta, withoutGatewayMeta } from "../../src/gateway/gatewayMeta.js";
+import { REFUSED_SUBSCRIPTIONS_META } from "../../src/gateway/protocol.js";
+
+describe("the gateway's own _meta keys", () => {
+  it("the key the gateway writes is one of them, in any case; other prefixes are not", () => {
+    expect(isGatewayMetaKey(REFUSED_SUBSCRIPTIONS_META)).toBe(true);
+    expect(isGatewayMetaKey("PORTCULLIS/verdict")).toBe(true);
+    expect(isGatewayMetaKey("portcullis")).toBe(false);
+    expect(isGatewayMetaKey("io.portcullis/x")).toBe(false);
+    expect(isGatewayMetaKey("io.modelcontextprotocol/subscriptionId")).toBe(false);
+  });
+
+  it("takes out only those keys, and leaves a part without them alone", () => {
+    expect(withoutGatewayMeta({ a: 1, _meta: { "portcullis/x": 1, "Portcullis/y": 2, "b/c": 3 } })).toEqual({
+      part: { a: 1, _meta: { "b/c": 3 } },
+      taken: 2,
+    });
+    expect(withoutGatewayMeta({ _meta: { "b/c": 3 } })).toBeNull();
+    expect(withoutGatewayMeta({ _meta: ["portcullis/x"] })).toBeNull();
+    expect(withoutGatewayMeta(["portcullis/x"])).toBeNull();
+    expect(withoutGatewayMeta(undefined)).toBeNull();
+  });
+
+  it("a line that names the prefix, or spells a key reading as it with an escape, is not sent as written", () => {
+    expect(mayHideGatewayMeta('{"result":{"_meta":{"portcullis/x":1},"_meta":{}}}')).toBe(true);
+    expect(mayHideGatewayMeta('{"result":{"_meta":{"portcullis\\u002fx":1},"_meta":{}}}')).toBe(true);
+    expect(mayHideGatewayMeta('{"result":{"text":"portcullis\\u002fx"}}')).toBe(false);
+    expect(mayHideGatewayMeta('{"result":{"_meta":{"x":1}}}')).toBe(false);
+    expect(mayHideGatewayMeta(undefined)).toBe(false);
+  });
+});
