@@ -486,6 +486,16 @@ export class ServerMessages {
       );
       return;
     }
+    if (subscription === undefined && msg.method === "notifications/subscriptions/acknowledged") {
+      // An acknowledgement acknowledges a listen, which it names: one that names none is no
+      // server's answer to a listen of the client's, and a client that takes it for its own would
+      // read as honoured what the guard took out of that listen (acknowledgedParams).
+      this.dropped.say(
+        "unnamed-acknowledgement",
+        "dropped the server's notifications/subscriptions/acknowledged: it names no subscription",
+      );
+      return;
+    }
     // what the server wrote under the gateway's own _meta keys is the gateway's to say: taken out
     // (an acknowledgement's refusals are written in below, by the gateway, when it refused any)
     const unmarked = withoutGatewayMeta(msg.params);
