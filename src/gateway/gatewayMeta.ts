@@ -44,7 +44,9 @@ export function withoutGatewayMeta(part: unknown): { part: Record<string, unknow
 export function mayHideGatewayMeta(text: string | undefined): boolean {
   if (text === undefined) return false;
   if (MENTION.test(text)) return true;
-  return text.includes("\\") && escapedKeyWhere(text, isGatewayMetaKey);
+  // only `\uXXXX` and `\/` spell a letter or the slash of the prefix: a line whose only escapes
+  // are `\n` or `\"` (most of those with any) is not scanned key by key
+  return (text.includes("\\u") || text.includes("\\/")) && escapedKeyWhere(text, isGatewayMetaKey);
 }
 
 const MENTION = /portcullis\//i;

@@ -26,6 +26,9 @@ describe("the gateway's own _meta keys", () => {
     expect(mayHideGatewayMeta('{"result":{"_meta":{"portcullis/x":1},"_meta":{}}}')).toBe(true);
     expect(mayHideGatewayMeta('{"result":{"_meta":{"portcullis\\u002fx":1},"_meta":{}}}')).toBe(true);
     expect(mayHideGatewayMeta('{"result":{"text":"portcullis\\u002fx"}}')).toBe(false);
+    expect(mayHideGatewayMeta('{"result":{"_meta":{"portcullis\\/x":1},"_meta":{}}}')).toBe(true);
+    expect(mayHideGatewayMeta('{"result":{"_meta":{"Portcullis/X":1},"_meta":{}}}')).toBe(true);
+    expect(mayHideGatewayMeta('{"result":{"text":"a\\nb \\"q\\"","_meta":{"x":1}}}')).toBe(false);
     expect(mayHideGatewayMeta('{"result":{"_meta":{"x":1}}}')).toBe(false);
     expect(mayHideGatewayMeta(undefined)).toBe(false);
   });
