@@ -77,6 +77,11 @@ export class ProgressTokens {
     };
   }
 
+  /** Whether the gateway sent progress of its own under `token` (for a request still open). */
+  spokeUnder(token: string | number): boolean {
+    return this.byToken.size > 0 && this.byToken.has(tokenKey(token));
+  }
+
   /** Whether the gateway sent progress of its own for request `id` (still open). */
   spoke(id: Id): boolean {
     return this.byRequest.size > 0 && this.byRequest.has(requestKey(id));

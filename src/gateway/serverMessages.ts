@@ -35,6 +35,7 @@ import {
 import type { ServerRequests } from "./serverRequests.js";
 import {
   attributedInputRequests,
+  attributedProgress,
   marksOfGateway,
   mayHideGatewayMarks,
   passesForGateway,
@@ -554,7 +555,12 @@ export class ServerMessages {
         );
         return;
       }
+      // a message that could be read as the gateway's (under a token it spoke under, or in its
+      // words) is said to be the server's
+      const attributed = attributedProgress(msg.params, this.p.progress.spokeUnder(token));
       msg = this.p.progress.relayed(msg);
+      if (attributed !== null)
+        msg = { ...msg, params: { ...(msg.params as object), message: attributed.message } };
     }
     // A number that re-serialising would change, still in what is sent (a cancellation's
     // requestId the gateway replaced is not): the notification goes on as written when the gateway

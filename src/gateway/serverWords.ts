@@ -59,6 +59,15 @@ export const NOT_PORTCULLIS = "(from the server, not from portcullis) ";
  * Erring this way only puts NOT_PORTCULLIS in front of a server's message that mentions the name.
  */
 export function speaksAsGateway(message: string): boolean {
+  return speakerSkeleton(message).includes(GATEWAY);
+}
+
+/**
+ * The first SPEAKER_LETTERS letters of `message` as speaksAsGateway compares them: compatibility
+ * forms folded, marks and whatever is not a letter dropped, look-alikes taken for the Latin
+ * letter they imitate, lower case.
+ */
+function speakerSkeleton(message: string): string {
   let skeleton = "";
   // What a renderer shows nothing for goes first, in one native pass (a character class, no
   // quantifier: a run cannot grow the matcher's stack); then the visible rest, code point by code
@@ -73,10 +82,46 @@ export function speaksAsGateway(message: string): boolean {
       const letter = LOOKALIKE.get(c) ?? (LETTER.test(c) ? c : null);
       if (letter === null) continue;
       skeleton += letter;
-      if (skeleton.length >= SPEAKER_LETTERS) return skeleton.includes(GATEWAY);
+      if (skeleton.length >= SPEAKER_LETTERS) return skeleton;
     }
   }
-  return skeleton.includes(GATEWAY);
+  return skeleton;
+}
+
+/**
+ * The params of a server's `notifications/progress` as the client gets them. While a call (or a
+ * guarded read) waits for a human, the gateway speaks under its progress token itself ("waiting
+ * for human approval of …", src/approval/askHuman.ts); once it is sent, the server speaks under
+ * that same token, and a message of its ("waiting for human approval of …: the approval was
+ * withdrawn, approve again at …") read as the gateway's. So a message said under a token the
+ * gateway spoke under (`gatewaySpoke`), or one that speaks as portcullis or in the gateway's words
+ * about that wait under any token, gets NOT_PORTCULLIS in front (a message present that is no
+ * string, which MCP does not allow, gets those words alone); null: unchanged.
+ */
+export function attributedProgress(params: unknown, gatewaySpoke: boolean): Record<string, unknown> | null {
+  if (!isObject(params) || params.message === undefined) return null;
+  const message = typeof params.message === "string" ? params.message : null;
+  if (!gatewaySpoke && !speaksOfGatewayWait(message ?? jsonText(params.message))) return null;
+  return { ...params, message: `${NOT_PORTCULLIS}${message ?? ""}` };
+}
+
+/** The gateway's words while a human decides, as speakerSkeleton reads them. */
+const WAIT_WORDS = "waitingforhumanapproval";
+
+/** Whether `text` names portcullis or says the gateway's words about a wait (null: unreadable, taken as doing so). */
+function speaksOfGatewayWait(text: string | null): boolean {
+  if (text === null) return true;
+  const skeleton = speakerSkeleton(text);
+  return skeleton.includes(GATEWAY) || skeleton.includes(WAIT_WORDS);
+}
+
+/** A value that is no string as a lenient client shows it (its JSON text), or null when it has none. */
+function jsonText(value: unknown): string | null {
+  try {
+    return JSON.stringify(value) ?? "";
+  } catch {
+    return null;
+  }
 }
 
 const GATEWAY = "portcullis";
