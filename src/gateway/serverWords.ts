@@ -16,13 +16,17 @@ import { clientCapabilityFor, declaresCapability, isElicitationVariant } from ".
 /**
  * Why the server's error `e` could be read as the gateway's (a phrase that follows "the server's
  * error"), or null when it cannot: its code is in the range the gateway keeps for its refusals,
- * or its `data` has an `error` member, the field that names each error of the gateway's.
+ * its `data` has an `error` member, the field that names each error of the gateway's, or its
+ * message names portcullis among its first letters, however written (speaksAsGateway).
  */
 export function passesForGateway(e: ErrorObject): string | null {
   if (inRefusalRange(e.code)) return `has code ${e.code}, in the range portcullis keeps for its refusals`;
   const data = e.data;
   if (typeof data === "object" && data !== null && !Array.isArray(data) && Object.hasOwn(data, "error"))
     return "has a data.error member, the field that names portcullis's own errors";
+  // what the agent reads and tells its human: "portcullis: a human denied this call" under any code
+  if (typeof e.message === "string" && speaksAsGateway(e.message))
+    return "names portcullis where its reader takes it for the speaker";
   return null;
 }
 
