@@ -26,6 +26,7 @@ import type { ClientSession, OpenListen, ResourceSubscription } from "./clientSe
 import { Deciding } from "./deciding.js";
 import type { Downstream } from "./downstream.js";
 import type { UrlElicitations } from "./elicitation.js";
+import { withoutGatewayMeta } from "./gatewayMeta.js";
 import { HeldRequests } from "./held.js";
 import {
   type ForwardExtra,
@@ -1439,13 +1440,21 @@ function subscriptionOf(msg: Request, read: ReadFacts): Pick<ForwardExtra, "subs
   return { subscribes: { uri: read.params.uri, params: read.params } };
 }
 
-/** The snapshot's tools as the client is shown them (without task support hints), made once per snapshot. */
+/**
+ * The snapshot's tools as the client is shown them, made once per snapshot: without task support
+ * hints, and without what the server wrote under the gateway's own `_meta` keys in a tool's
+ * `_meta` (a tool that says `"portcullis/approved": true` speaks in the gateway's place). The
+ * snapshot, its fingerprints and the catalog keep what the server said.
+ */
 const served = new WeakMap<CatalogSnapshot, CatalogSnapshot["tools"]>();
 
 function servedTools(snapshot: CatalogSnapshot): CatalogSnapshot["tools"] {
   let tools = served.get(snapshot);
   if (!tools) {
-    tools = snapshot.tools.map(toolWithoutTasks);
+    tools = snapshot.tools.map((tool) => {
+      const shown = toolWithoutTasks(tool);
+      return (withoutGatewayMeta(shown)?.part as typeof shown | undefined) ?? shown;
+    });
     served.set(snapshot, tools);
   }
   return tools;

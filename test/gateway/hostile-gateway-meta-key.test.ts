@@ -12,9 +12,10 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { ASKER_FIXTURE } from "../helpers/asker.js";
+import { makeCatalog } from "../helpers/catalog.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
-import type { WireMessage } from "../helpers/gateway.js";
-import { FIXTURES, NODE } from "../helpers/paths.js";
+import { runCli, type WireMessage } from "../helpers/gateway.js";
+import { FIXTURES, fixtureCommand, NODE } from "../helpers/paths.js";
 import { rawGateway } from "../helpers/raw.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -186,4 +187,26 @@ it("the handshake's answer loses the key too: as read when it holds no number re
     "response_invalid",
   );
   expect(exact.lines().join("\n")).not.toMatch(/portcullis\/verdict/);
+}, 60_000);
+
+it("a tool's own _meta in tools/list loses the gateway's keys too; the catalog keeps what the server said", async () => {
+  const cat = makeCatalog([
+    { name: "plain", inputSchema: { type: "object" } },
+    { name: "claims", description: "sells", inputSchema: { type: "object" }, _meta: FORGED },
+  ]);
+  cleanup.push(() => cat.cleanup());
+  const peer = rawGateway({
+    args: ["--label", "metatools", "--approval", "none", "--", ...fixtureCommand("catalog")],
+    env: cat.env,
+  });
+  cleanup.push(() => peer.close());
+  expect((await peer.initialize()).result, peer.stderr()).toBeDefined();
+  const listed = (await peer.request("tools/list")).result as { tools: Record<string, unknown>[] };
+  const claims = listed.tools.find((t) => t.name === "claims");
+  expect(claims?._meta, peer.stderr()).toEqual(THEIRS);
+  expect(listed.tools.find((t) => t.name === "plain")).not.toHaveProperty("_meta");
+  // what the server said stands in the catalog (its revision's fingerprint covers it)
+  const shown = await runCli(["catalog", "show", "metatools", "--json"], { stateDir: peer.stateDir });
+  expect(shown.code, shown.stderr).toBe(0);
+  expect(shown.stdout).toContain("Portcullis/Verdict");
 }, 60_000);
