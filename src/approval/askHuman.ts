@@ -3,7 +3,7 @@ import { quotedName } from "../catalog/text.js";
 import type { ApprovedCall } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import type { ErrorObject } from "../relay/jsonrpc.js";
-import { briefly, callWaitsFor, lockIsFree, whenUnlocked } from "../store/db.js";
+import { briefly, callWaitsFor, isBusy, lockIsFree, whenUnlocked } from "../store/db.js";
 import { toolScopeNote } from "../vault/toolScopes.js";
 import { type AuthorizerOptions, DEFAULT_HOLD_MS, DEFAULT_REQUEST_TTL_MS } from "./authorizerOptions.js";
 import { CallWaits } from "./callWaits.js";
@@ -169,6 +169,9 @@ export class HumanAsker {
       mode,
       argumentsDigest: digest,
     };
+    // aborted once the connection ends (not when the client cancels): a write this call waits on
+    // while another process holds the store's lock stops waiting then
+    const ends = connectionEndSignal(hooks.signal);
     // (a pending request is joined only when this gateway wrote it: `mine`)
     const earlier = earlierRequest(db, sameCall, undefined, this.mine);
     let id: string;
@@ -178,12 +181,13 @@ export class HumanAsker {
       const settled = await this.settled(earlier, call, subject(earlier.request), {
         cancelled: false,
         retry: true,
+        ends,
       });
       if (settled) return settled;
     }
     // No decision of this epoch to use: one of an older epoch for this same call is stale, and
     // the agent is told so (once) rather than that nobody approved.
-    const stale = await this.parts.olderEpoch.refusal(call, mode);
+    const stale = await this.parts.olderEpoch.refusal(call, mode, ends);
     if (stale) return { error: stale };
     // The awaits above let an identical call ask meanwhile: join the request it made, or is
     // storing, rather than make a second one (nothing awaits from here to `storing`).
@@ -238,7 +242,7 @@ export class HumanAsker {
           mode,
           arguments: digest,
         }),
-        connectionEndSignal(hooks.signal),
+        ends,
         written,
       );
       this.storing.set(key, stored);
@@ -298,6 +302,7 @@ export class HumanAsker {
           const settled = await this.settled(req, call, subject(id), {
             cancelled: cutShort(hooks.signal),
             retry: false,
+            ends,
           });
           if (settled) return settled;
           // Two identical calls joined one request and its one-call grant went to the other: each
@@ -313,7 +318,7 @@ export class HumanAsker {
           }
           // A decision that does not verify is no decision: the call keeps waiting.
         }
-        const ended = req.state === "pending" ? await this.runEndedElsewhere(id, call) : null;
+        const ended = req.state === "pending" ? await this.runEndedElsewhere(id, call, ends) : null;
         if (ended) {
           left = null; // closed with the run
           return { error: ended };
@@ -337,14 +342,23 @@ export class HumanAsker {
         // Another call of this run may have been approved for the session meanwhile (agents call in parallel).
         if (mode === "session") {
           const covering = this.parts.coveringNow(call);
-          if (
-            covering &&
-            (await whenUnlocked(
-              () =>
-                closeRequest(db, id, "cancelled", `covered by grant ${covering.grant}, approved meanwhile`),
-              this.waits(call),
-            ))
-          ) {
+          let closed = false;
+          try {
+            closed =
+              covering !== null &&
+              (await whenUnlocked(
+                () =>
+                  closeRequest(db, id, "cancelled", `covered by grant ${covering.grant}, approved meanwhile`),
+                { ...this.waits(call), signal: ends },
+              ));
+          } catch (e) {
+            // the connection ended while another process kept the store locked: the request,
+            // still pending, closes with the run, and the call is not sent
+            if (!(ends?.aborted && isBusy(e))) throw e;
+            left = null;
+            return { error: answerCutShort("connection-ends", id, how) };
+          }
+          if (covering && closed) {
             left = null;
             return { grant: covering.grant };
           }
@@ -441,7 +455,7 @@ export class HumanAsker {
     req: ApprovalRequest,
     call: ApprovedCall,
     subject: Record<string, unknown>,
-    { cancelled, retry }: { cancelled: Cancelled; retry: boolean },
+    { cancelled, retry, ends }: { cancelled: Cancelled; retry: boolean; ends: AbortSignal | undefined },
   ): Promise<{ grant: string | null } | { error: ErrorObject } | null> {
     const { db } = this.o;
     const id = req.request;
@@ -475,10 +489,20 @@ export class HumanAsker {
         // failing it now would leave the approval unused and the agent with an internal error.
         if (g.mode === "per-call") {
           if (endedAt) return null;
-          const taken = await whenUnlocked(
-            () => endGrants(db, [g.grant], "single use: consumed by the call it approved"),
-            this.waits(call, "the one-call approval of"),
-          );
+          let taken: number;
+          try {
+            // Not past the connection's end: the call will not be sent then, and a taking that
+            // returned later (the lock given back after the end's bounded wait for decisions) came
+            // after the client's output closed and the run's end was written.
+            taken = await whenUnlocked(
+              () => endGrants(db, [g.grant], "single use: consumed by the call it approved"),
+              { ...this.waits(call, "the one-call approval of"), signal: ends },
+            );
+          } catch (e) {
+            // the approval is left untaken: a one-call grant of a run that ends covers nothing more
+            if (ends?.aborted && isBusy(e)) return { error: refuse.oneCallApprovalNotTaken(id) };
+            throw e;
+          }
           if (taken !== 1) return null;
           this.parts.decisions.markEnded(g.grant);
           // Used once the call's intent is recorded; the guard may decide the call again first.
@@ -520,9 +544,22 @@ export class HumanAsker {
    * waiting call is answered at once and its request withdrawn, instead of waiting out its hold
    * for a decision that cannot come. Null while the run is open (or was ended by this gateway).
    */
-  private async runEndedElsewhere(id: string, call: ApprovedCall): Promise<ErrorObject | null> {
+  private async runEndedElsewhere(
+    id: string,
+    call: ApprovedCall,
+    ends: AbortSignal | undefined,
+  ): Promise<ErrorObject | null> {
     if (this.parts.runEnd.read() === null) return null;
-    await whenUnlocked(() => closeRequest(this.o.db, id, "cancelled", "agent run ended"), this.waits(call));
+    try {
+      await whenUnlocked(() => closeRequest(this.o.db, id, "cancelled", "agent run ended"), {
+        ...this.waits(call),
+        signal: ends,
+      });
+    } catch (e) {
+      // the connection ended while another process kept the store locked: the request is closed
+      // with the run's pending ones as this gateway ends it
+      if (!(ends?.aborted && isBusy(e))) throw e;
+    }
     return refuse.runEnded(id);
   }
 

@@ -3,7 +3,7 @@ import { quotedName } from "../catalog/text.js";
 import type { ApprovedCall } from "../guard/guard.js";
 import { refuse } from "../guard/refusals.js";
 import type { ErrorObject } from "../relay/jsonrpc.js";
-import { callWaitsFor, type Store, whenUnlocked } from "../store/db.js";
+import { callWaitsFor, isBusy, type Store, whenUnlocked } from "../store/db.js";
 import type { Logger } from "../util/log.js";
 import { endGrants, getGrant } from "./grants.js";
 import type { HonouredDecisions } from "./honoured.js";
@@ -75,9 +75,13 @@ export class OlderEpochApprovals {
    * `authorization_stale` when an approval of this call (mode `mode`) names an older epoch than
    * the call's, and that approval ends; null when there is none.
    */
-  async refusal(call: ApprovedCall, mode: "session" | "per-call"): Promise<ErrorObject | null> {
+  async refusal(
+    call: ApprovedCall,
+    mode: "session" | "per-call",
+    ends?: AbortSignal,
+  ): Promise<ErrorObject | null> {
     const digest = argumentsDigest(call.effective);
-    const approvedEpoch = this.takeHanded(call, digest) ?? (await this.takeStored(call, mode, digest));
+    const approvedEpoch = this.takeHanded(call, digest) ?? (await this.takeStored(call, mode, digest, ends));
     if (approvedEpoch === null) return null;
     return refuse.authorizationStale({ approvedEpoch, currentEpoch: call.epoch, changedTools: [call.tool] });
   }
@@ -95,12 +99,15 @@ export class OlderEpochApprovals {
   /**
    * The epoch of an approval decided for this call's request under an older epoch whose grant is
    * still live, verified and of a review this gateway wrote; that grant ends, so it is told once.
-   * The end waits out a store another process keeps locked (bounded), rather than fail the call.
+   * The end waits out a store another process keeps locked (bounded), rather than fail the call,
+   * but not past the connection's end (`ends` aborted): the call is not sent then, and the
+   * approval, left live, ends with the run (null: nothing told).
    */
   private async takeStored(
     call: ApprovedCall,
     mode: "session" | "per-call",
     digest: string,
+    ends: AbortSignal | undefined,
   ): Promise<string | null> {
     const { db, run, serverLabel, decisions } = this.o;
     const found = approvalsOfOlderEpochs(db, {
@@ -119,10 +126,16 @@ export class OlderEpochApprovals {
       if (g.revokedAt || g.endedAt || decisions.hasEnded(g.grant)) continue;
       if (!decisions.approvesAtOlderEpoch(g, req, call, digest)) continue;
       // The first to end it tells it: a concurrent retry of the same call asks a human instead.
-      const ended = await whenUnlocked(
-        () => endGrants(db, [g.grant], `superseded: execution epoch changed to ${call.epoch}`),
-        callWaitsFor(db, this.o.log, `the stale approval of ${quotedName(call.tool)}`),
-      );
+      let ended: number;
+      try {
+        ended = await whenUnlocked(
+          () => endGrants(db, [g.grant], `superseded: execution epoch changed to ${call.epoch}`),
+          { ...callWaitsFor(db, this.o.log, `the stale approval of ${quotedName(call.tool)}`), signal: ends },
+        );
+      } catch (e) {
+        if (ends?.aborted && isBusy(e)) return null;
+        throw e;
+      }
       if (ended !== 1) continue;
       decisions.markEnded(g.grant);
       return g.executionEpoch;

@@ -374,6 +374,23 @@ export const refuse = {
     ),
 
   /**
+   * A call a human approved for one call, whose gateway was still taking that one-call grant (the
+   * store locked by another process) when its connection ended: the call is not sent, and the
+   * grant, left untaken, ends with the run; a call made again after reconnecting asks anew.
+   */
+  oneCallApprovalNotTaken: (approvalRequest: string) =>
+    refusal(
+      "authorization_required",
+      "A human approved this call, but the connection ends before portcullis could take the one-call approval for it (another process kept the store locked), so the call was not sent.",
+      "the connection ends: the one-call approval was not taken for this call",
+      "reconnect, then retry: the call asks a human again",
+      {
+        approvalRequest,
+        howToApprove: "reconnect and call again: this approval ends with the ended run and cannot be used",
+      },
+    ),
+
+  /**
    * The run has `max` approval requests waiting for a human already: no new one is made until
    * some are decided or expire (`howToApprove`: the command that lists them).
    */

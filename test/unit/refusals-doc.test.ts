@@ -110,6 +110,7 @@ const everyConstructor: Record<keyof typeof refuse, () => ErrorObject | null> = 
   authorizationStale: () => built.authorization_stale as ErrorObject,
   authorizationRequired: () => refuse.authorizationRequired("R1", "portcullis approve R1"),
   connectionEndsBeforeApproval: () => refuse.connectionEndsBeforeApproval("R1"),
+  oneCallApprovalNotTaken: () => refuse.oneCallApprovalNotTaken("R1"),
   tooManyPending: () => refuse.tooManyPending(50, "portcullis approvals"),
   runEnded: () => refuse.runEnded("R1"),
   vaultLocked: () => refuse.vaultLocked(["s"]),
