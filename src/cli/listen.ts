@@ -326,6 +326,8 @@ function openSession(
     // signal, before the session answers the rest session_ended and its run ends.
     answerWaiting: () =>
       gateway?.answerWaiting(frontEnding.on ? undefined : (endWhy ?? SESSION_ENDS)) ?? Promise.resolve(),
+    // its listens end as a server ends them at its shutdown (as on stdio), not session_ended
+    endListens: () => gateway?.endListens(),
     answerRefused: (id, problem) => gateway?.onClientAnswerRefused(id, problem),
     // this session's client is behind: its own server is left unread, no other session's
     flow: (reading) => supervisor.setReading?.(reading),

@@ -33,6 +33,13 @@ export interface SessionHooks {
    * answers went out. What is left open after it is answered session_ended.
    */
   answerWaiting?(): Promise<void>;
+  /**
+   * Then, before the rest is answered session_ended: each of the client's subscriptions/listen
+   * still open gets the end a server gives its listens at its shutdown, recorded as on stdio
+   * (`Gateway.endListens`): its server is about to be stopped, and a listen is no request the
+   * session failed to answer.
+   */
+  endListens?(): void;
   /** the session is over: stop the server behind it and end the agent run */
   close(): Promise<void>;
   /**
@@ -429,8 +436,9 @@ export class HttpSession implements Downstream {
 
   /**
    * Ends the session: what the gateway owes an answer of its own (a call waiting for a human, a
-   * request held) gets it first and is recorded, every exchange still open then gets an error
-   * answer, then the server behind stops. Called again meanwhile: the same end.
+   * request held) gets it first and is recorded, each listen still open gets the end of a
+   * server's shutdown, every exchange still open then gets an error answer, then the server
+   * behind stops. Called again meanwhile: the same end.
    */
   end(): Promise<void> {
     // started a microtask later, so that `ending` is set before any of it runs: an end() called
@@ -446,6 +454,14 @@ export class HttpSession implements Downstream {
       // the session ends all the same: what is left open gets session_ended below
       this.log?.warn(
         `http: answering what session ${this.id.slice(0, 8)}… waits on failed: ${(e as Error).message}`,
+      );
+    }
+    try {
+      this.hooks?.endListens?.();
+    } catch (e) {
+      // the session ends all the same: a listen left open gets session_ended below
+      this.log?.warn(
+        `http: ending the listens of session ${this.id.slice(0, 8)}… failed: ${(e as Error).message}`,
       );
     }
     const ended = refuse.httpSessionEnded();
