@@ -1066,9 +1066,9 @@ export class Gateway {
     if (!gen?.alive || this.inFlight.handshaking(gen)) this.guarded.answerHeld(why, by);
   }
 
-  /** Resolves once no decision is under way, after 2 s at most, or when `stop` says so. */
+  /** Resolves once no decision is under way, after 2 s at most (endDecisionsMs), or when `stop` says so. */
   private async decisionsEnded(stop: () => boolean = () => false): Promise<void> {
-    const grace = Date.now() + 2_000;
+    const grace = Date.now() + endDecisionsMs();
     while (!stop() && this.guarded.decidingCount > 0 && Date.now() < grace) {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -1126,6 +1126,14 @@ export class Gateway {
  */
 export const HANDSHAKE_TIMEOUT_MS = 60_000;
 const handshakeTimeoutMs = (): number => envMs("PORTCULLIS_HANDSHAKE_TIMEOUT_MS", HANDSHAKE_TIMEOUT_MS);
+
+/**
+ * How long the connection's end waits for the decisions under way (a store another process keeps
+ * locked stalls one) before it answers what it holds: 2 s, or PORTCULLIS_END_DECISIONS_MS (tests
+ * lengthen it, to hold an HTTP session's end in that phase for as long as they hold the lock;
+ * read at each end).
+ */
+const endDecisionsMs = (): number => envMs("PORTCULLIS_END_DECISIONS_MS", 2_000);
 
 /** At most this much of a server's own message is repeated where the gateway quotes it. */
 const SERVER_WORDS = 200;
