@@ -20,11 +20,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { verifiedAuditEvents } from "../helpers/approvals.js";
 import { alive, waitFor } from "../helpers/files.js";
-import { holdStoreLock } from "../helpers/lock.js";
-import { FIXTURES, NODE } from "../helpers/paths.js";
-import { startListener } from "./listen.js";
-import { Connection, modernRequester } from "./pipeline.js";
 import { messagesOf } from "./raw.js";
+import { endWithStalledCall } from "./stalledDecision.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -32,54 +29,17 @@ afterEach(async () => {
   cleanup = [];
 });
 
-const request = modernRequester("request-during-session-end");
-
 describe("a modern client's request while its HTTP session's end waits for a decision", () => {
   it("opens a new session, which serves it; the old session's call is closed in its own run before that run's end", async () => {
-    const l = await startListener([NODE, FIXTURES.modern], {
-      args: ["--approval", "none", "--listen-idle-timeout", "1000"],
-      env: {
-        // the end waits for the stalled decision as long as the test holds the lock
-        PORTCULLIS_END_DECISIONS_MS: "600000",
-        PORTCULLIS_BUSY_TIMEOUT_MS: "600000",
-        PORTCULLIS_STORE_CHECK_MS: "600000",
-      },
-    });
-    cleanup.push(() => l.close());
+    // the end waits for the stalled decision as long as the test holds the lock
+    const { l, client, request, serverPid, release } = await endWithStalledCall(
+      "request-during-session-end",
+      { PORTCULLIS_END_DECISIONS_MS: "600000" },
+      cleanup,
+    );
     /** The sessions the front opened so far (one status line each). */
     const opened = () => l.stderr().match(/http session \S+ \(modern\) from pid/g)?.length ?? 0;
-    // both connections open (and the client known from the first) before any other process starts
-    const [client, caller] = await Promise.all([Connection.open(l), Connection.open(l)]);
-    cleanup.push(() => {
-      client.close();
-      caller.close();
-    });
-    const listed = await client.post(request(1, "tools/list"));
-    expect(listed.status, listed.body).toBe(200);
     expect(opened()).toBe(1);
-    // the first session's server process: stopped only once its end answered what it holds
-    const serverPid = Number(/serving .*?: pid=(\d+)/.exec(l.stderr())?.[1]);
-    expect(serverPid).toBeGreaterThan(0);
-
-    const lock = await holdStoreLock(l.stateDir);
-    let held = true;
-    const release = async () => {
-      if (held) await lock.release();
-      held = false;
-    };
-    cleanup.push(release);
-    // the call's intent waits for the lock; the client gives up on it (closes its stream)
-    void caller
-      .post(request(2, "tools/call", { name: "echo", arguments: { text: "stalled" } }))
-      .catch(() => {});
-    await waitFor(
-      () => /is locked by another process: the audit records/.test(l.stderr()) || null,
-      20_000,
-      "the call's intent to meet the lock",
-    );
-    caller.close();
-    // nothing open: the idle timeout ends the session, and its end waits for the stalled decision
-    await waitFor(() => /idle for 1000 ms: ended/.test(l.stderr()) || null, 20_000, "the idle end to begin");
 
     // the client asks again meanwhile: a new session is opened for it
     const again = client.post(request(3, "tools/list"));
