@@ -38,7 +38,13 @@ export async function drillCommand(args: string[]): Promise<number> {
   }
   if (values["state-dir"] !== undefined)
     throw new UsageError(throwawayStateDirRefusal("drill", values["state-dir"]));
-  if (positionals.length !== 1) throw new UsageError("drill: give one server LABEL.");
+  if (positionals.length === 0) throw new UsageError("drill: give one server LABEL.");
+  // two words were "give one server LABEL", as if none was given (neither is shown: one may be a
+  // secret typed in the wrong place)
+  if (positionals.length > 1)
+    throw new UsageError(
+      `drill: takes one server LABEL (${positionals.length} words were given, not shown); the file it is read from is given with --file PATH.`,
+    );
   refuseEmpty("drill", "file", values.file, "the file LABEL is read from", "to look LABEL up from here");
   refuseEmpty(
     "drill",

@@ -136,7 +136,13 @@ export function readRunArgs(args: string[]): RunArgs | "help" {
     if (remoteOnly) throw new UsageError(`run: ${remoteOnly} applies only with --url.`);
     server = { kind: "command", command };
   } else {
-    if (positionals.length !== 1) {
+    // `run node dist/server.js` (the '--' forgotten) or `run LABEL extra`: told that words were
+    // given (never which: one may be a secret), not "give a server LABEL" as if none was
+    if (positionals.length > 1)
+      throw new UsageError(
+        `run: takes one server LABEL of portcullis.json (${positionals.length} words were given, not shown); a command and its arguments go after '--': portcullis run --label NAME -- COMMAND [ARGS...].`,
+      );
+    if (positionals.length === 0) {
       // the three forms `run --help` shows: a server reached over HTTP is one too
       throw new UsageError(
         "run: give a server LABEL from portcullis.json, '-- COMMAND [ARGS...]', or --url URL.",
