@@ -77,9 +77,17 @@ import {
 
 export type ApprovalsCommandName = "approvals" | "approve" | "deny" | "grants" | "revoke";
 
-const NO_ARGUMENT_PASSPHRASE =
-  "the passphrase is never accepted on the command line (other processes, and the agent, could read it there); " +
-  "type it when asked, on the terminal";
+/**
+ * Why nothing that may be the passphrase is taken from the command line, and what to do instead:
+ * type it when asked, for the two that ask; revoke and the lists ask for none ("type it when
+ * asked" sent the user of those to wait for a question that never comes).
+ */
+function noArgumentPassphrase(name: ApprovalsCommandName): string {
+  const why =
+    "the passphrase is never accepted on the command line (other processes, and the agent, could read it there)";
+  if (name === "approve" || name === "deny") return `${why}; type it when asked, on the terminal`;
+  return `${why}; ${name} asks for none (${name === "revoke" ? "revoking only takes authority away" : "it only reads"})`;
+}
 
 export const APPROVALS_HELP: Record<ApprovalsCommandName, string> = {
   approvals: `usage: portcullis approvals [--watch] [--json] [--verbose] [--all] [--state-dir DIR]
@@ -220,7 +228,7 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
   if (!Object.hasOwn(APPROVALS_HELP, name)) throw new UsageError(`unknown command "${name}"`);
   // Refused before parsing, and never echoed: what follows such a flag may be the passphrase.
   if (args.some((a) => /^--?(passphrase|password|pin)(=|$)/i.test(a))) {
-    throw new UsageError(`${name}: ${NO_ARGUMENT_PASSPHRASE}.`);
+    throw new UsageError(`${name}: ${noArgumentPassphrase(name)}.`);
   }
   const { values, positionals } = parse(name, args, { ...OPTIONS[name], ...COMMON });
   const v = values as {
@@ -259,7 +267,7 @@ async function dispatch(name: ApprovalsCommandName, args: string[]): Promise<num
     throw new UsageError(
       wants === 0
         ? `${name}${v.next ? " --next" : ""}: takes no arguments${v.next ? " (it picks the pending request itself)" : ""}${name === "approvals" && !v.next ? APPROVALS_LIST_ALL : ""}.`
-        : `${name}: unexpected argument after the ${name === "revoke" ? "GRANT" : "request ID"}; ${NO_ARGUMENT_PASSPHRASE}.`,
+        : `${name}: unexpected argument after the ${name === "revoke" ? "GRANT" : "request ID"}; ${noArgumentPassphrase(name)}.`,
     );
   }
   const id =
