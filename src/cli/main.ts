@@ -262,6 +262,13 @@ export async function main(argv: string[]): Promise<number> {
     // `portcullis help vault set` is `portcullis vault set --help`, for the command groups, whose
     // own parsing refuses a word that is none of their subcommands; it was refused as two commands
     const group = Object.hasOwn(GROUPS, topic!);
+    // `portcullis help status --json` is `portcullis status --json --help`, as README has it (the
+    // command's own options after it, its subcommand's for a group): it was refused as "give one
+    // command", though one was given; the command's parsing judges the options
+    const words = group && more.length > 0 && !more[0]!.startsWith("-") ? more.slice(1) : more;
+    const command = Object.hasOwn(commands, topic!) && !topic!.startsWith("__");
+    if (command && words.length > 0 && words.every((w) => w.startsWith("-")))
+      return main([topic!, ...more, "--help"]);
     if (more.length === 1 && group && !more[0]!.startsWith("-")) {
       const sub = more[0]!;
       if (!GROUPS[topic!]!.includes(sub))
@@ -294,7 +301,7 @@ export async function main(argv: string[]): Promise<number> {
     // a secret typed in the wrong place), not passed over with the version printed and exit 0
     // Written here: named as a command's refusal is ("portcullis status: unexpected argument …").
     if (rest.length > 0) {
-      process.stderr.write(`portcullis ${name}: ${unexpectedArguments(rest.length)}.\n`);
+      process.stderr.write(`portcullis ${name}: ${versionRefusal(name, rest)}.\n`);
       return EXIT_USAGE;
     }
     const pkg = createRequire(import.meta.url)("../../package.json") as { version: string };
@@ -346,6 +353,19 @@ function optionForHelp(word: string): string {
   const meant = ownOptionMeant(flag);
   if (meant) return `unknown option ${flag} (did you mean ${meant}?)`;
   return `${flag} is not one of portcullis's own options (--help, --version); a command's options go after the command (portcullis COMMAND ${flag} …), and 'portcullis help COMMAND' says which it takes`;
+}
+
+/**
+ * The refusal, without its final period, of words given after `--version` (or `-V`): one option
+ * is named as `--help --json` names it (README: portcullis's own options are given alone; it was
+ * "unexpected argument", as if it might be a secret); anything else is not shown.
+ */
+function versionRefusal(name: string, rest: string[]): string {
+  const flag = rest.length === 1 && rest[0]!.startsWith("-") ? flagName(rest[0]!) : NOT_SHOWN_FLAG;
+  if (flag === NOT_SHOWN_FLAG || !flag.startsWith("-")) return unexpectedArguments(rest.length);
+  if (["--help", "-h", "--version", "-V"].includes(flag))
+    return `${name} is given alone (portcullis ${name})`;
+  return optionForHelp(flag);
 }
 
 /**
