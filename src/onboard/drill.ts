@@ -231,10 +231,20 @@ export async function drill(o: DrillOptions): Promise<StepResult[]> {
     let epochB: string;
     if (o.rebuild) {
       const r = spawnSync(o.rebuild, { shell: true, cwd: how.buildCwd, encoding: "utf8" });
-      if (r.status !== 0)
+      if (r.status !== 0) {
+        // a build ended by a signal has no status ("exited null"), and one that said nothing on
+        // stderr left the sentence ending on a colon
+        const ended =
+          r.status !== null
+            ? `exited ${r.status}`
+            : r.signal
+              ? `was ended by ${r.signal}`
+              : `could not be started (${r.error?.message ?? "no reason given"})`;
+        const said = cutText((r.stderr ?? "").trim(), 300);
         throw new Error(
-          `--rebuild "${o.rebuild}" exited ${r.status}: ${cutText((r.stderr ?? "").trim(), 300)}`,
+          `--rebuild "${o.rebuild}" ${ended}${said ? `: ${said}` : " (and wrote nothing on stderr)"}`,
         );
+      }
       try {
         epochB = await newEpoch(ms);
       } catch (e) {
