@@ -118,7 +118,8 @@ export interface DoctorReport {
 export function stateDirSource(flag?: string): { path: string; why: "flag" | "variable" | "default" } {
   // an empty flag is refused as every command refuses it, not reported on the default directory
   if (flag !== undefined) return { path: stateDirPath(flag), why: "flag" };
-  if (process.env.PORTCULLIS_HOME) return { path: resolve(process.env.PORTCULLIS_HOME), why: "variable" };
+  // stateDirPath: a PORTCULLIS_HOME of "~/…" that no shell expanded is refused as every command refuses it
+  if (process.env.PORTCULLIS_HOME) return { path: stateDirPath(), why: "variable" };
   return { path: join(xdgStateHome(), "portcullis"), why: "default" };
 }
 

@@ -33,11 +33,27 @@ export function stateDirPath(flag?: string): string {
   // `--state-dir "$DIR"` with DIR unset: taken as absent, init and run would make and use the
   // default state directory (the user's real one) where another was meant.
   if (flag === "") throw new StateDirError(EMPTY_STATE_DIR);
-  return flag
-    ? resolve(flag)
-    : process.env.PORTCULLIS_HOME
-      ? resolve(process.env.PORTCULLIS_HOME)
-      : join(xdgStateHome(), "portcullis");
+  const given = flag || process.env.PORTCULLIS_HOME;
+  if (given) refuseUnexpandedTilde(given, flag ? "--state-dir" : "PORTCULLIS_HOME");
+  return given ? resolve(given) : join(xdgStateHome(), "portcullis");
+}
+
+/**
+ * A `~` no shell expanded: bash leaves `--state-dir=~/x` as it is, and so does a host's JSON
+ * `args` or a quoted `PORTCULLIS_HOME="~/x"`. Resolved, it made and used `./~/x` in whatever
+ * directory the command ran from (a host's, for a gateway), a state directory nobody meant.
+ * Refused, naming where it came from and the full path to write instead.
+ */
+function refuseUnexpandedTilde(given: string, from: "--state-dir" | "PORTCULLIS_HOME"): void {
+  if (given !== "~" && !given.startsWith("~/")) return;
+  const meant = shellWord(join(homeDirectory(), given.slice(1)));
+  const why =
+    from === "--state-dir"
+      ? `bash leaves "--state-dir=~/…" as it is, and a host file's args are never expanded`
+      : `a quoted "~/…" is not expanded, nor is a host file's env`;
+  throw new StateDirError(
+    `${from} starts with "~", which nothing expanded (${why}): it would name a directory "~" inside the current one; write the full path: ${from === "--state-dir" ? `--state-dir ${meant}` : `PORTCULLIS_HOME=${meant}`}.`,
+  );
 }
 
 /**
