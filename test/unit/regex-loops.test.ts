@@ -250,7 +250,7 @@ const BOUNDED_INPUT: [string, string, string][] = [
     "/^vault-holder-(\\d+)\\.pid$/",
     "a file name in the state directory: at most 255 bytes",
   ],
-  ["src/vault/scrub.ts", "/=+$/", "the base64 of a stored secret, which ends in at most two `=`"],
+  ["src/vault/valueForms.ts", "/=+$/", "the base64 of a stored secret, which ends in at most two `=`"],
 ];
 
 describe("the regular expressions under src/ (the redactor aside)", () => {
