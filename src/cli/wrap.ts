@@ -25,6 +25,7 @@ import {
   wrapFile,
 } from "../onboard/wrap.js";
 import { resolveStateDir, stateDirFlagFor, stateDirPath } from "../store/stateDir.js";
+import { nearestName } from "../util/nearest.js";
 import { printableJson } from "../util/printableJson.js";
 import { looksGenerated, REDACTED, redactArgv, redactText } from "../util/redact.js";
 import { shellWord } from "../util/shellWord.js";
@@ -113,8 +114,11 @@ function targets(name: "wrap" | "unwrap", arg: string | undefined, cwd: string):
     const written = name === "wrap" ? "; nothing was written" : "; nothing was restored";
     if (plainlyAPath(arg))
       throw new UsageError(`${name}: ${resolve(cwd, arg)} does not exist; ${name} takes ${TAKES}${written}.`);
+    // a mistyped host (`clade-code`) gets the one it most likely meant: naming a host repeats
+    // nothing of the word, which stays unshown
+    const meant = nearestName(arg, HOSTS);
     throw new UsageError(
-      `${name}: the argument given is neither a host nor an existing file (it is not repeated, in case it is a secret typed in the wrong place); ${name} takes ${TAKES}${written}.`,
+      `${name}: the argument given is neither a host nor an existing file (it is not repeated, in case it is a secret typed in the wrong place${meant ? `; did you mean ${meant}?` : ""}); ${name} takes ${TAKES}${written}.`,
     );
   }
   return [hostFileFromPath(arg)];

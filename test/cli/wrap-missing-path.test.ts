@@ -54,4 +54,25 @@ describe("wrap FILE where FILE does not exist", () => {
       expect(r.code).toBe(2);
     }
   });
+
+  it("a mistyped host gets the host it most likely meant, the word still not repeated", async () => {
+    // it was answered as any unknown word: the user of `wrap clade-code` read the list to find the typo
+    const cwd = tempDir("portcullis-wrap-missing-");
+    for (const [given, meant] of [
+      ["clade-code", "claude-code"],
+      ["claude-dekstop", "claude-desktop"],
+      ["cursr", "cursor"],
+      ["vscod", "vscode"],
+    ])
+      for (const [command, nothing] of [
+        ["wrap", "nothing was written"],
+        ["unwrap", "nothing was restored"],
+      ]) {
+        const r = await runCli([command!, given!], { cwd, noTerminal: true });
+        expect(r.stderr, given).toBe(
+          `portcullis ${command}: the argument given is neither a host nor an existing file (it is not repeated, in case it is a secret typed in the wrong place; did you mean ${meant}?); ${command} takes ${TAKES}; ${nothing}.\n`,
+        );
+        expect(r.code).toBe(2);
+      }
+  });
 });
