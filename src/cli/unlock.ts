@@ -11,8 +11,8 @@ import type { CaMaterial } from "../vault/egress/certs.js";
 import { askHolder, clearStaleSocket, holderSocketPath, usableSocketPath } from "../vault/holder.js";
 import { endHolders, holdersGone } from "../vault/holderProcs.js";
 import { type OpenedSecret, openAllSecrets, VaultError } from "../vault/secrets.js";
-import { parse } from "./args.js";
-import { EXIT_OK } from "./errors.js";
+import { parse, unexpectedArguments } from "./args.js";
+import { EXIT_OK, UsageError } from "./errors.js";
 import { guardStart, startHolder } from "./holderStart.js";
 import { HOLDER_END_MS, sayNotHolders } from "./lock.js";
 import { PASSPHRASE_HELP } from "./passphrase.js";
@@ -33,12 +33,16 @@ ${PASSPHRASE_HELP}`;
 const DEFAULT_UNLOCK_MS = 30 * 60_000;
 
 export async function unlockCommand(args: string[], ctx: { stateDir: string }): Promise<number> {
-  const { values } = parse(
-    "unlock",
-    args,
-    { for: { type: "string" }, help: { type: "boolean", short: "h" } },
-    false,
-  );
+  const { values, positionals } = parse("unlock", args, {
+    for: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  });
+  // `unlock 10m` (the --for forgotten) was refused as any stray word, leaving the user to guess
+  // that a duration has a flag; the word is still not shown (it may be the passphrase)
+  if (positionals.length > 0)
+    throw new UsageError(
+      `unlock: ${unexpectedArguments(positionals.length)}; a duration is given with --for (portcullis unlock --for 10m), and the passphrase is typed when asked.`,
+    );
   if (values.help) {
     process.stdout.write(`${UNLOCK_HELP}\n`);
     return EXIT_OK;

@@ -19,4 +19,19 @@ describe("unlock --for", () => {
     expect(ok.code, ok.stderr).toBe(0);
     expect((await runCli(["lock"], { stateDir })).code).toBe(0);
   });
+
+  it("a duration given without --for (unlock 10m) is refused saying a duration goes with --for, the word not shown; nothing is unlocked", async () => {
+    // it was "unexpected argument (1, not shown …)" alone: the user was left to guess the flag
+    const stateDir = newStateDir();
+    for (const words of [["10m"], ["2h", "hunter2-pass"], ["--help", "10m"]]) {
+      const r = await runCli(["unlock", ...words], { stateDir, env: passphraseEnv() });
+      expect(r.stderr, words.join(" ")).toBe(
+        `portcullis unlock: unexpected argument${words.length === 2 && words[0] !== "--help" ? "s (2" : " (1"}, not shown: a passphrase or a secret is never given on the command line); a duration is given with --for (portcullis unlock --for 10m), and the passphrase is typed when asked.\n`,
+      );
+      expect(r.code, words.join(" ")).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).not.toContain("hunter2");
+    }
+    expect((await runCli(["lock"], { stateDir })).stdout).toBe("the vault was already locked\n");
+  });
 });
