@@ -8,7 +8,7 @@ import type { AuditSink } from "../gateway/auditSink.js";
 import { Gateway, type GatewayOptions } from "../gateway/gateway.js";
 import { GatewayRegistry } from "../gateway/registry.js";
 import { type TcpEnd, tcpPeerSocket, tcpPeerStillHeldBy } from "../identity/proc.js";
-import { briefly, lockFreeSoon, type Store } from "../store/db.js";
+import { briefly, busyTimeoutMs, lockFreeSoon, type Store } from "../store/db.js";
 import { beginStoreEnding, type StoreEnding } from "../store/ending.js";
 import { quotedCommand } from "../store/stateDir.js";
 import { closeStoreUnlessLost, IDLE_CHECK_MS, watchStoreFiles } from "../store/storeWatch.js";
@@ -344,7 +344,11 @@ function openSession(
         // write waits BRIEF_WAIT_MS at most: what a lock held past the busy timeout keeps from
         // being written is left as a crash leaves it (the run is closed once this gateway is
         // gone). While the front ends nothing waits at all (src/store/ending.ts).
-        if (!frontEnding.on) await lockFreeSoon(store);
+        // A decision the end's bounded wait left under way (its writes stalled by that lock)
+        // returns once the lock is given back: waited for (bounded), so that its records come
+        // before the run's end, never after it. Not while the front ends: its writes meet a held
+        // lock without waiting, and such a decision returns at once.
+        if (!frontEnding.on && (await lockFreeSoon(store))) await gateway?.decisionsSettled(busyTimeoutMs());
         // after its server: nothing of this session can reach the proxy's port any more
         await (await proxied.catch(() => null))?.close({ brief: true });
         const bounded = store.open ? briefly(store) : <T>(write: () => T): T => write();

@@ -1067,11 +1067,20 @@ export class Gateway {
   }
 
   /** Resolves once no decision is under way, after 2 s at most (endDecisionsMs), or when `stop` says so. */
-  private async decisionsEnded(stop: () => boolean = () => false): Promise<void> {
-    const grace = Date.now() + endDecisionsMs();
+  private async decisionsEnded(stop: () => boolean = () => false, ms = endDecisionsMs()): Promise<void> {
+    const grace = Date.now() + ms;
     while (!stop() && this.guarded.decidingCount > 0 && Date.now() < grace) {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
+  }
+
+  /**
+   * Resolves once no decision is under way, or after `ms`: an HTTP session's last writes wait for
+   * the decisions its end's bounded wait left under way (stalled by another process's lock, now
+   * given back), whose records, made when they return, would otherwise follow its run's end.
+   */
+  decisionsSettled(ms: number): Promise<void> {
+    return this.decisionsEnded(() => false, ms);
   }
 
   /**
