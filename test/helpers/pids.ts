@@ -4,6 +4,7 @@ import { type ChildProcess, type StdioOptions, spawn } from "node:child_process"
 import { accessSync, constants, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type Leader, leaderOf, recordLeader } from "../../src/supervisor/groupSignal.js";
 import { alive } from "./files.js";
 
 const NS_LAST_PID = "/proc/sys/kernel/ns_last_pid";
@@ -128,4 +129,10 @@ export async function endedBy(child: ChildProcess): Promise<NodeJS.Signals | nul
   if (child.exitCode === null && child.signalCode === null) process.kill(child.pid!, "SIGHUP");
   await exited(child);
   return child.signalCode;
+}
+
+/** `child`'s leader record, made right after the spawn as spawnServer makes it. */
+export function recorded(child: ChildProcess): Leader {
+  recordLeader(child);
+  return leaderOf(child)!;
 }

@@ -7,27 +7,20 @@
 // while one of those processes still carries it. The leftover of our own that ignores SIGTERM,
 // its leader gone, is still SIGKILLed. Real processes; the stranger is started under the freed
 // pid by choosing the next pid (root on Linux: /proc/sys/kernel/ns_last_pid).
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { afterEach, expect, it } from "vitest";
-import { type Leader, leaderOf, recordLeader } from "../../src/supervisor/groupSignal.js";
 import { ProcessGroups } from "../../src/supervisor/processGroups.js";
 import { alive, removeDir, tempDir } from "../helpers/files.js";
-import { canChoosePids, childUnder, exited } from "../helpers/pids.js";
+import { canChoosePids, childUnder, exited, recorded } from "../helpers/pids.js";
 
 let cleanup: (() => void)[] = [];
 afterEach(() => {
   for (const c of cleanup.reverse()) c();
   cleanup = [];
 });
-
-/** Its leader record, made right after the spawn as spawnServer makes it. */
-function recorded(child: ChildProcess): Leader {
-  recordLeader(child);
-  return leaderOf(child)!;
-}
 
 /** Kills group `pgid` at the test's end, if anything is left in it. */
 function killGroupAtEnd(pgid: number): void {

@@ -8,22 +8,15 @@
 // Real processes, a pid chosen for the second one (root on Linux: /proc/sys/kernel/ns_last_pid).
 import { type ChildProcess, spawn } from "node:child_process";
 import { afterEach, expect, it } from "vitest";
-import { type Leader, leaderOf, recordLeader } from "../../src/supervisor/groupSignal.js";
 import { ProcessGroups } from "../../src/supervisor/processGroups.js";
 import { alive } from "../helpers/files.js";
-import { canChoosePids, exited, sleepingChildUnder } from "../helpers/pids.js";
+import { canChoosePids, exited, recorded, sleepingChildUnder } from "../helpers/pids.js";
 
 let cleanup: (() => void)[] = [];
 afterEach(() => {
   for (const c of cleanup.reverse()) c();
   cleanup = [];
 });
-
-/** Its leader record, made right after the spawn as spawnServer makes it. */
-function recorded(child: ChildProcess): Leader {
-  recordLeader(child);
-  return leaderOf(child)!;
-}
 
 function detached(command: string, args: string[]): ChildProcess {
   const child = spawn(command, args, { detached: true, stdio: "ignore" });
