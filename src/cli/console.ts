@@ -34,16 +34,17 @@ The local web console: pending approval requests with their review, decisions,
 servers, catalog revisions, grants, the audit. It listens on the loopback only
 (127.0.0.1 and ::1, one port) and shows nothing before the keyring's passphrase
 is typed.
-  --port N              listen on this port (default: any free port)
-  --no-open             do not open a browser
-  --proof-window S      how long a passphrase proof lets decisions be a click
-                        (default ${DEFAULT_PROOF_WINDOW_S}; 0 = every decision asks; config console.proofWindow)
-  --per-call-proof P    approving a call of a per-call tool: "window" (default: a
-                        held proof makes it a click) or "fresh" (the passphrase each
-                        time); config console.perCallProof
-  --idle-timeout S      a console session ends after this long without a request (default 900)
-  --on-demand           how a gateway starts it (docs/console.md): it stops by itself after an
-                        hour nobody used it, or once its state directory's keyring is gone
+  --port N                listen on this port (default: any free port)
+  --no-open               do not open a browser
+  --proof-window SECONDS  how long a passphrase proof lets decisions be a click
+                          (default ${DEFAULT_PROOF_WINDOW_S}; 0 = every decision asks; config console.proofWindow)
+  --per-call-proof window|fresh
+                          approving a call of a per-call tool: "window" (default: a
+                          held proof makes it a click) or "fresh" (the passphrase each
+                          time); config console.perCallProof
+  --idle-timeout SECONDS  a console session ends after this long without a request (default 900)
+  --on-demand             how a gateway starts it (docs/console.md): it stops by itself after an
+                          hour nobody used it, or once its state directory's keyring is gone
 One console per state directory: when one is running, its address is printed
 (with --port N, a console running on another port is an error saying where it runs).`;
 

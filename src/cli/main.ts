@@ -51,8 +51,9 @@ usage: portcullis <command> [options]
   egress [LABEL] [--json]              destinations servers contacted, per epoch
   audit verify|export|checkpoint|sessions|activity|show
                                        the encrypted, hash-chained audit log
-  console [--port N] [--no-open] [--proof-window S] [--per-call-proof P]
-          [--idle-timeout S]           the local web console: review and decide requests
+  console [--port N] [--no-open] [--proof-window SECONDS]
+          [--per-call-proof window|fresh] [--idle-timeout SECONDS]
+                                       the local web console: review and decide requests
   demo [--keep] [--console]            the whole story, in a temporary state directory
   wrap [HOST|FILE] [--dry-run] [--json] [--servers a,b] [--label KEY=LABEL]
                                        put portcullis in front of a host's stdio servers
