@@ -1,4 +1,5 @@
 import { safeText } from "../catalog/text.js";
+import { jsonSyntaxProblem } from "../config/jsonSyntax.js";
 import { drill } from "../onboard/drill.js";
 import { findDrillServer } from "../onboard/drillServer.js";
 import { throwawayStateDirRefusal } from "../store/stateDir.js";
@@ -54,17 +55,14 @@ export async function drillCommand(args: string[]): Promise<number> {
     "to restart the server process instead",
   );
   refuseEmpty("drill", "tool", values.tool, "the name of a tool to call", "to call none");
-  let toolArgs: Record<string, unknown> | undefined;
-  if (values.args !== undefined) {
-    if (!values.tool) throw new UsageError("drill: --args needs --tool.");
-    try {
-      toolArgs = JSON.parse(values.args);
-    } catch {
-      throw new UsageError("drill: --args is not JSON.");
-    }
-    if (typeof toolArgs !== "object" || toolArgs === null || Array.isArray(toolArgs))
-      throw new UsageError("drill: --args must be a JSON object.");
-  }
+  refuseEmpty(
+    "drill",
+    "args",
+    values.args,
+    "the tool's arguments as a JSON object",
+    "to call the tool with none ({})",
+  );
+  const toolArgs = values.args === undefined ? undefined : drillArgs(values.args, values.tool);
   // the label is looked up before the passphrase is asked: a typo costs no typing
   const server = findDrillServer(positionals[0]!, process.cwd(), values.file);
   const passphrase = await drillPassphrase();
@@ -95,6 +93,25 @@ export async function drillCommand(args: string[]): Promise<number> {
       : `drill: every step run passed; ${skipped.length === 1 ? "step" : "steps"} ${listed(skipped)} skipped, so the drill proved a new execution epoch but not that an approval given before it is refused: give --tool NAME (a tool that asks for approval) to prove that\n`,
   );
   return 0;
+}
+
+/**
+ * --args as the object of the tool's arguments. Where it stops being JSON is said as for a
+ * portcullis.json that does not parse (a line and a column, in words), never with its text: the
+ * arguments may hold a token.
+ */
+function drillArgs(text: string, tool: string | undefined): Record<string, unknown> {
+  if (!tool) throw new UsageError("drill: --args needs --tool.");
+  const expected = `give the tool's arguments as a JSON object, such as --args '{"path": "README.md"}'`;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (e) {
+    throw new UsageError(`drill: --args is not JSON (${jsonSyntaxProblem(text, e)}); ${expected}.`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+    throw new UsageError(`drill: --args is JSON but not an object; ${expected}.`);
+  return parsed as Record<string, unknown>;
 }
 
 /** Step numbers as a sentence lists them: "3", "3 and 5", "3, 5 and 6". */
