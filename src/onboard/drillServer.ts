@@ -44,10 +44,7 @@ interface Candidate {
 export function findDrillServer(label: string, cwd: string, file?: string): DrillServer {
   const candidates = file === undefined ? everywhere(label, cwd) : inFile(label, cwd, resolve(cwd, file));
   const first = candidates[0];
-  if (!first)
-    throw new ConfigError(
-      `no server by that label in ${CONFIG_FILE} or in any host configuration found from ${cwd} (the label given is not repeated, in case it is a secret typed in the wrong place; 'portcullis doctor' lists the servers found from here).`,
-    );
+  if (!first) throw new ConfigError(notFoundAnywhere(cwd));
   return { label, file: first.file, others: candidates.slice(1).map((c) => c.file), launch: first.launch() };
 }
 
@@ -60,6 +57,28 @@ function everywhere(label: string, cwd: string): Candidate[] {
     if (c) out.push(c);
   }
   return out;
+}
+
+/**
+ * The refusal of a label defined nowhere from `cwd`: the labels each file found defines, as `run
+ * --config FILE` and `drill --file FILE` list them; when no file was found, the places looked in.
+ */
+function notFoundAnywhere(cwd: string): string {
+  const notRepeated = "the label given is not repeated, in case it is a secret typed in the wrong place";
+  const config = findConfig(cwd);
+  const found: [file: string, labels: string[]][] = [
+    ...(config ? [[config, [...loadConfigFile(config).keys()]] as [string, string[]]] : []),
+    ...foundHostFiles(cwd).map((h): [string, string[]] => [h.file, Object.keys(serversOf(h))]),
+  ];
+  if (found.length === 0) {
+    // once each: with cwd the home directory, its .cursor/mcp.json is the project's and the user's
+    const looked = [...new Set(HOSTS.flatMap((h) => hostFiles(h, cwd)).map((h) => h.file))];
+    return `no server by that label (${notRepeated}): no ${CONFIG_FILE} in ${resolve(cwd)} or above, and no host configuration found (looked in ${looked.join(", ")}); give --file PATH, or define the server in one of them.`;
+  }
+  const known = found.map(([file, labels]) =>
+    labels.length ? `${firstOf(labels, 12, displayName)} in ${file}` : `none in ${file}`,
+  );
+  return `no server by that label (${notRepeated}); known: ${known.join("; ")}.`;
 }
 
 function inFile(label: string, cwd: string, file: string): Candidate[] {

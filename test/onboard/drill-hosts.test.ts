@@ -233,7 +233,7 @@ describe("portcullis drill: the label before the passphrase", () => {
     const unknown = await withoutTerminal(u.p.dir, ["nosuch", "--tool", "read_status"], u.env);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toBe(
-      `portcullis drill: no server by that label in portcullis.json or in any host configuration found from ${u.p.dir} (the label given is not repeated, in case it is a secret typed in the wrong place; 'portcullis doctor' lists the servers found from here).\n`,
+      `portcullis drill: no server by that label (the label given is not repeated, in case it is a secret typed in the wrong place); known: inv in ${join(u.p.dir, ".mcp.json")}.\n`,
     );
     const known = await withoutTerminal(u.p.dir, ["inv", "--tool", "read_status"], u.env);
     expect(known.code).toBe(2);
