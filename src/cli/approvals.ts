@@ -205,7 +205,7 @@ export async function approvalsCommand(name: ApprovalsCommandName, args: string[
       e instanceof KeyringTamperedError ||
       e instanceof ApproverKeyMismatchError
     )
-      return fail(EXIT_CHECK_FAILED, `${name}: ${e.message}; nothing was changed`);
+      return fail(EXIT_CHECK_FAILED, `${name}: ${e.message}; nothing was changed.`);
     // A keyring that cannot be used is the environment's problem, as for every command (README).
     if (e instanceof KeyringError)
       return fail(EXIT_USAGE, `${name}: ${e.message}; nothing was changed.${keyringAdvice(e)}`);

@@ -89,8 +89,8 @@ export async function keyringCommandErrors(name: string, body: () => Promise<num
   } catch (e) {
     // named by the command, as init's are (the parser's own refusals name it already)
     if (e instanceof UsageError) return fail(EXIT_USAGE, e.message);
-    if (e instanceof PassphraseError) return fail(EXIT_USAGE, `${name}: ${e.message}; nothing was changed`);
-    if (e instanceof SamePassphraseError) return fail(EXIT_USAGE, `${name}: ${e.message}`);
+    if (e instanceof PassphraseError) return fail(EXIT_USAGE, `${name}: ${e.message}; nothing was changed.`);
+    if (e instanceof SamePassphraseError) return fail(EXIT_USAGE, `${name}: ${e.message}.`);
     // A wrong current passphrase, a keyring whose parts were changed, an approver key that is not
     // the pinned one: a check failed, as in every command that asks for the passphrase (README).
     if (
@@ -98,7 +98,7 @@ export async function keyringCommandErrors(name: string, body: () => Promise<num
       e instanceof KeyringTamperedError ||
       e instanceof ApproverKeyMismatchError
     )
-      return fail(EXIT_CHECK_FAILED, `${name}: ${e.message}; nothing was changed`);
+      return fail(EXIT_CHECK_FAILED, `${name}: ${e.message}; nothing was changed.`);
     if (e instanceof KeyringMissingError) return fail(EXIT_USAGE, `${name}: ${e.message}`);
     if (e instanceof KeyringError)
       return fail(EXIT_USAGE, `${name}: ${e.message}; nothing was changed${keyringEnding(e)}`);
@@ -138,7 +138,7 @@ async function change(args: string[], ctx: { stateDir: string }): Promise<number
     if (next.normalize("NFC") === current.normalize("NFC")) throw new SamePassphraseError();
     if ([...next].length < MIN_PASSPHRASE_LENGTH)
       throw new UsageError(
-        `passphrase: the new passphrase must be at least ${MIN_PASSPHRASE_LENGTH} characters; nothing was changed`,
+        `passphrase: the new passphrase must be at least ${MIN_PASSPHRASE_LENGTH} characters; nothing was changed.`,
       );
     if (process.env[INSECURE_TEST_KDF_ENV] === "1")
       process.stderr.write(

@@ -96,13 +96,13 @@ async function rotate(args: string[], ctx: { stateDir: string }): Promise<number
     const holders = liveHolderPids(stateDir);
     if (holders.length > 0)
       throw new UsageError(
-        `rotate-keys: the vault is unlocked (holder pid ${holders.join(", ")}), and holds secrets opened with the data key this replaces: portcullis lock first; nothing was changed`,
+        `rotate-keys: the vault is unlocked (holder pid ${holders.join(", ")}), and holds secrets opened with the data key this replaces: portcullis lock first; nothing was changed.`,
       );
     const next = await readNewPassphrase("New passphrase: ");
     if (next.normalize("NFC") === current.normalize("NFC")) throw new SamePassphraseError();
     if ([...next].length < MIN_PASSPHRASE_LENGTH)
       throw new UsageError(
-        `rotate-keys: the new passphrase must be at least ${MIN_PASSPHRASE_LENGTH} characters; nothing was changed`,
+        `rotate-keys: the new passphrase must be at least ${MIN_PASSPHRASE_LENGTH} characters; nothing was changed.`,
       );
     if (process.env[INSECURE_TEST_KDF_ENV] === "1")
       notice(`${INSECURE_TEST_KDF_ENV}=1: cheap key derivation, for tests only`);

@@ -61,7 +61,9 @@ export class RemoteSupervisor
     try {
       chain = await this.connections.probe();
     } catch (e) {
-      throw new LaunchError(`cannot reach ${this.o.url.href}: ${reachProblem(e)}`);
+      // the sentence `run` ends on, with a period as its others have (a system's text may have one)
+      const why = reachProblem(e);
+      throw new LaunchError(`cannot reach ${this.o.url.href}: ${why}${/[.!?]$/.test(why) ? "" : "."}`);
     }
     return this.mint("launch", chain, null);
   }

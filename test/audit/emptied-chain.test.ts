@@ -156,7 +156,7 @@ describe("a chain that does not account for the store's history", () => {
     // gateway's records make the chain non-empty again: the human's signed grant still shows it)
     const { request, approve } = await approveAsAttacker(project, stateDir, seen);
     expect(approve.stderr).toMatch(
-      /^portcullis approve: no approver key is pinned in the audit chain, and the keyring's \([0-9a-f]{32}\) will not be: the audit chain pins no approver key, but the store holds 1 decision signed with one: .*; restore the state directory .*; nothing was changed\n$/,
+      /^portcullis approve: no approver key is pinned in the audit chain, and the keyring's \([0-9a-f]{32}\) will not be: the audit chain pins no approver key, but the store holds 1 decision signed with one: .*; restore the state directory .*; nothing was changed\.\n$/,
     );
     expect(approve.code).toBe(1);
     const db = new Database(join(stateDir, "portcullis.db"), { readonly: true });

@@ -32,17 +32,19 @@ describe("portcullis passphrase refuses, and upgrades an old keyring", () => {
     const same = await changeByCli(stateDir, TEST_PASSPHRASE, TEST_PASSPHRASE);
     expect(same.code).toBe(2);
     expect(same.stderr).toMatch(
-      /^portcullis passphrase: the new passphrase is the current one; nothing was changed\.?\n$/,
+      /^portcullis passphrase: the new passphrase is the current one; nothing was changed\.\n$/,
     );
 
     const short = await changeByCli(stateDir, TEST_PASSPHRASE, "seven77");
     expect(short.code).toBe(2);
-    expect(short.stderr).toContain("the new passphrase must be at least 8 characters; nothing was changed");
+    expect(short.stderr).toContain(
+      "the new passphrase must be at least 8 characters; nothing was changed.\n",
+    );
 
     const wrong = await changeByCli(stateDir, "not the passphrase", NEW);
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toMatch(
-      /^portcullis passphrase: wrong passphrase: the keyring did not open; nothing was changed/,
+      /^portcullis passphrase: wrong passphrase: the keyring did not open; nothing was changed\.\n$/,
     );
 
     const shared = await runCli(["passphrase"], {

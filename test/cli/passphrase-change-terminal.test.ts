@@ -47,7 +47,7 @@ describe("portcullis passphrase at a terminal", () => {
     );
     expect(r.output).toContain("the two passphrases differ; type it again");
     expect(r.output).toContain(
-      "portcullis passphrase: the two passphrases differed 3 times; nothing was changed",
+      "portcullis passphrase: the two passphrases differed 3 times; nothing was changed.",
     );
     expect(r.code).toBe(2);
     expect(r.output).not.toContain(NEW);

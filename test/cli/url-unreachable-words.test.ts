@@ -27,7 +27,7 @@ describe("run --url to a server that cannot be reached", () => {
     const refused = await runCli(["run", "--url", url], { stateDir, input: "" });
     expect(refused.code).toBe(2);
     expect(refused.stderr).toBe(
-      `portcullis run: cannot reach ${url}: nothing listens at its host and port; start the server, or check the URL (ECONNREFUSED)\n`,
+      `portcullis run: cannot reach ${url}: nothing listens at its host and port; start the server, or check the URL (ECONNREFUSED).\n`,
     );
     // a name no DNS has (RFC 6761: .invalid); a machine without DNS says so instead
     const unknown = await runCli(["run", "--url", "https://mcp.example.invalid/mcp"], {
@@ -36,7 +36,7 @@ describe("run --url to a server that cannot be reached", () => {
     });
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(
-      /^portcullis run: cannot reach https:\/\/mcp\.example\.invalid\/mcp: its host name (does not resolve \(no such name in DNS\); check the URL \(ENOTFOUND\)|could not be resolved just now .*\(EAI_AGAIN\))\n$/,
+      /^portcullis run: cannot reach https:\/\/mcp\.example\.invalid\/mcp: its host name (does not resolve \(no such name in DNS\); check the URL \(ENOTFOUND\)|could not be resolved just now .*\(EAI_AGAIN\))\.\n$/,
     );
     expect(unknown.stderr).not.toContain("getaddrinfo");
   });
