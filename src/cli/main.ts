@@ -268,7 +268,9 @@ export async function main(argv: string[]): Promise<number> {
     // command", though one was given; the command's parsing judges the options
     const words = group && more.length > 0 && !more[0]!.startsWith("-") ? more.slice(1) : more;
     const command = Object.hasOwn(commands, topic!) && !topic!.startsWith("__");
-    if (command && words.length > 0 && words.every((w) => w.startsWith("-")))
+    // an option, never '--' (or '-'): after '--' the `--help` put last is an operand, and `help run
+    // --` ran `run -- --help`, a gateway around a command named --help
+    if (command && words.length > 0 && words.every((w) => /^--?[^-]/.test(w)))
       return main([topic!, ...more, "--help"]);
     if (more.length === 1 && group && !more[0]!.startsWith("-")) {
       const sub = more[0]!;
