@@ -15,6 +15,7 @@ import {
 import { plainIdSpan, serializeWithId, spliceId, writtenIdOf } from "../relay/rawSplice.js";
 import type { LinkGeneration as Generation, ServerLink } from "../supervisor/link.js";
 import type { Logger } from "../util/log.js";
+import { SparingWarnings } from "../util/sparingWarnings.js";
 import { transportRewrites, writtenNumber } from "./asWritten.js";
 import type { Downstream } from "./downstream.js";
 import { GATEWAY_META_PREFIX, withoutGatewayMeta } from "./gatewayMeta.js";
@@ -60,8 +61,12 @@ export class ServerRequests {
   /** answers a server that reads none of its input would only leave in the gateway's memory */
   private readonly unread: UnreadInput;
 
+  /** warnings a server can make as often as it sends a request: each kind at most once a minute */
+  private readonly sparing: SparingWarnings;
+
   constructor(private readonly p: ServerRequestsPorts) {
     this.unread = new UnreadInput(p.log);
+    this.sparing = new SparingWarnings((line) => p.log.warn(line));
   }
 
   /** `text`: the line as the server wrote it, where the id's own text is read (`writtenIdOf`). */
@@ -151,7 +156,8 @@ export class ServerRequests {
     // what the server wrote under the gateway's own _meta keys is the gateway's to say: taken out
     const unmarked = withoutGatewayMeta(attributed ?? msg.params);
     if (unmarked !== null)
-      this.p.log.warn(
+      this.sparing.say(
+        "gateway-meta",
         `took ${unmarked.taken} _meta key(s) beginning "${GATEWAY_META_PREFIX}" out of the server's ${preview(msg.method)} request: those keys are portcullis's own words, never the server's`,
       );
     const params = unmarked?.part ?? attributed;
