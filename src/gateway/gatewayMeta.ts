@@ -35,6 +35,41 @@ export function withoutGatewayMeta(part: unknown): { part: Record<string, unknow
 }
 
 /**
+ * The member of a relayed list's result whose items each have a `_meta` of their own (MCP gives a
+ * resource, a resource template and a prompt one, as it gives a tool: tools/list is served from
+ * the snapshot instead, guardedRequests.ts `servedTools`).
+ */
+const LISTED_ITEMS: ReadonlyMap<string, string> = new Map([
+  ["resources/list", "resources"],
+  ["resources/templates/list", "resourceTemplates"],
+  ["prompts/list", "prompts"],
+]);
+
+/**
+ * The result of the server's answer to `method` with every gateway key taken out of its `_meta`
+ * and, for a relayed list, out of each listed item's `_meta` (a resource listed with
+ * `"portcullis/approved": true` speaks in the gateway's place as a tool would), and how many were;
+ * null when it has none. Other results are walked no deeper than their own `_meta`.
+ */
+export function resultWithoutGatewayMeta(
+  method: string,
+  result: unknown,
+): { part: Record<string, unknown>; taken: number } | null {
+  const own = withoutGatewayMeta(result);
+  const member = LISTED_ITEMS.get(method);
+  const part = own?.part ?? (isObject(result) ? result : null);
+  if (member === undefined || part === null || !Array.isArray(part[member])) return own;
+  let taken = own?.taken ?? 0;
+  const items = (part[member] as unknown[]).map((item) => {
+    const unmarked = withoutGatewayMeta(item);
+    if (unmarked === null) return item;
+    taken += unmarked.taken;
+    return unmarked.part;
+  });
+  return taken === (own?.taken ?? 0) ? own : { part: { ...part, [member]: items }, taken };
+}
+
+/**
  * Whether the server's text may carry a gateway key that the message as read does not show: under
  * a `_meta` written twice (JSON.parse keeps the last, a client's parser may keep the first), or
  * spelt with an escape (`portcullis\u002f…`). Such a message goes on as the gateway read it (and

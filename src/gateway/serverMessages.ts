@@ -22,7 +22,12 @@ import type { ReleasedValues } from "../vault/scrub.js";
 import { exactReadNumbers, transportRewrites, writtenAgain, writtenNumber } from "./asWritten.js";
 import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
-import { GATEWAY_META_PREFIX, mayHideGatewayMeta, withoutGatewayMeta } from "./gatewayMeta.js";
+import {
+  GATEWAY_META_PREFIX,
+  mayHideGatewayMeta,
+  resultWithoutGatewayMeta,
+  withoutGatewayMeta,
+} from "./gatewayMeta.js";
 import type { ClientPending, InFlight } from "./inFlight.js";
 import type { ProgressTokens } from "./progress.js";
 import {
@@ -294,7 +299,8 @@ export class ServerMessages {
     const attributed = own || msg.error ? null : attributedInputRequests(msg.result);
     if (attributed !== null) msg = { ...msg, result: attributed };
     // what the server wrote under the gateway's own _meta keys is the gateway's to say: taken out
-    const unmarked = own || msg.error ? null : withoutGatewayMeta(msg.result);
+    // (and out of each listed item's _meta in a relayed list: a resource's, a prompt's)
+    const unmarked = own || msg.error ? null : resultWithoutGatewayMeta(entry.method, msg.result);
     if (unmarked !== null) {
       this.tookGatewayMeta(`answer to ${cutShort(entry.method)}`, unmarked.taken);
       msg = { ...msg, result: unmarked.part };

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { isGatewayMetaKey, mayHideGatewayMeta, withoutGatewayMeta } from "../../src/gateway/gatewayMeta.js";
+import {
+  isGatewayMetaKey,
+  mayHideGatewayMeta,
+  resultWithoutGatewayMeta,
+  withoutGatewayMeta,
+} from "../../src/gateway/gatewayMeta.js";
 import { REFUSED_SUBSCRIPTIONS_META } from "../../src/gateway/protocol.js";
 
 describe("the gateway's own _meta keys", () => {
@@ -31,5 +36,23 @@ describe("the gateway's own _meta keys", () => {
     expect(mayHideGatewayMeta('{"result":{"text":"a\\nb \\"q\\"","_meta":{"x":1}}}')).toBe(false);
     expect(mayHideGatewayMeta('{"result":{"_meta":{"x":1}}}')).toBe(false);
     expect(mayHideGatewayMeta(undefined)).toBe(false);
+  });
+  it("takes them out of a relayed list's items too, and of no other result's members", () => {
+    const item = { uri: "file:///a", _meta: { "portcullis/x": 1, "b/c": 2 } };
+    expect(
+      resultWithoutGatewayMeta("resources/list", {
+        resources: [item, { uri: "file:///b" }],
+        _meta: { "portcullis/y": 1 },
+      }),
+    ).toEqual({
+      part: { resources: [{ uri: "file:///a", _meta: { "b/c": 2 } }, { uri: "file:///b" }], _meta: {} },
+      taken: 2,
+    });
+    expect(
+      resultWithoutGatewayMeta("prompts/list", { prompts: [{ name: "p", _meta: { "b/c": 2 } }] }),
+    ).toBeNull();
+    expect(resultWithoutGatewayMeta("resources/list", { resources: "none" })).toBeNull();
+    // a tools/call result's content is not a list the gateway walks
+    expect(resultWithoutGatewayMeta("tools/call", { content: [item] })).toBeNull();
   });
 });
