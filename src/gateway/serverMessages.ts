@@ -24,7 +24,7 @@ import type { ClientSession } from "./clientSession.js";
 import type { Downstream } from "./downstream.js";
 import {
   GATEWAY_META_PREFIX,
-  mayHideGatewayMeta,
+  mayHideGatewayWords,
   resultWithoutGatewayMeta,
   withoutGatewayMeta,
 } from "./gatewayMeta.js";
@@ -42,7 +42,6 @@ import {
   attributedInputRequests,
   attributedProgress,
   marksOfGateway,
-  mayHideGatewayMarks,
   passesForGateway,
   undeclaredInputRequest,
   unreadableInputRequests,
@@ -326,8 +325,7 @@ export class ServerMessages {
       renamed === null &&
       unmarked === null &&
       transport === null &&
-      !mayHideGatewayMarks(msg, text) &&
-      !mayHideGatewayMeta(text);
+      !mayHideGatewayWords(msg, text);
     // A number that re-serialising would change (`9007199254740993`, `12345678901234567891`,
     // `1e-400`): the answer goes on as written when nothing rewrites it (`writtenNumber`); else the
     // client gets an error in its place, never another number. initialize's and server/discover's

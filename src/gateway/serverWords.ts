@@ -316,10 +316,15 @@ export function mayHideGatewayMarks(msg: { error?: unknown }, text: string | und
   if (text === undefined) return false;
   if (msg.error) return true;
   if (text.includes("requestState") || text.includes("inputRequests")) return true;
-  return text.includes("\\") && escapedKeyWhere(text, (key) => MARK_KEYS.has(key));
+  return text.includes("\\") && escapedKeyWhere(text, isGatewayMarkKey);
 }
 
 const MARK_KEYS: ReadonlySet<string> = new Set(["requestState", "inputRequests", INPUT_REQUEST_KEY]);
+
+/** Whether `key` is one of the keys that mark the gateway's own `input_required` (mayHideGatewayMarks). */
+export function isGatewayMarkKey(key: string): boolean {
+  return MARK_KEYS.has(key);
+}
 
 /** Whether an object key of the JSON text `text` is written with an escape and reads as one `named` takes. */
 export function escapedKeyWhere(text: string, named: (key: string) => boolean): boolean {

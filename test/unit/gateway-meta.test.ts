@@ -2,10 +2,12 @@ import { describe, expect, it } from "vitest";
 import {
   isGatewayMetaKey,
   mayHideGatewayMeta,
+  mayHideGatewayWords,
   resultWithoutGatewayMeta,
   withoutGatewayMeta,
 } from "../../src/gateway/gatewayMeta.js";
 import { REFUSED_SUBSCRIPTIONS_META } from "../../src/gateway/protocol.js";
+import { mayHideGatewayMarks } from "../../src/gateway/serverWords.js";
 
 describe("the gateway's own _meta keys", () => {
   it("the key the gateway writes is one of them, in any case; other prefixes are not", () => {
@@ -54,5 +56,27 @@ describe("the gateway's own _meta keys", () => {
     expect(resultWithoutGatewayMeta("resources/list", { resources: "none" })).toBeNull();
     // a tools/call result's content is not a list the gateway walks
     expect(resultWithoutGatewayMeta("tools/call", { content: [item] })).toBeNull();
+  });
+
+  it("one scan says what mayHideGatewayMarks and mayHideGatewayMeta say, either of them", () => {
+    const lines = [
+      '{"result":{"_meta":{"portcullis\\u002fx":1},"_meta":{}}}',
+      '{"result":{"_meta":{"portcullis\\/x":1},"_meta":{}}}',
+      '{"result":{"requestSt\\u0061te":"x"}}',
+      '{"result":{"text":"a\\/b \\u0041","_meta":{"x":1}}}',
+      '{"result":{"text":"requestState"}}',
+      '{"result":{"_meta":{"x":1}}}',
+      '{"error":{"code":1,"message":"m"}}',
+    ];
+    for (const line of lines) {
+      const msg = JSON.parse(line) as { error?: unknown };
+      expect([line, mayHideGatewayWords(msg, line)]).toEqual([
+        line,
+        mayHideGatewayMarks(msg, line) || mayHideGatewayMeta(line),
+      ]);
+    }
+    expect(mayHideGatewayWords({}, '{"result":{"text":"a\\/b"}}')).toBe(false);
+    expect(mayHideGatewayWords({}, '{"result":{"_meta":{"portcullis\\/x":1}}}')).toBe(true);
+    expect(mayHideGatewayWords({}, undefined)).toBe(false);
   });
 });
