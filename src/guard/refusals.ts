@@ -386,7 +386,8 @@ export const refuse = {
       "reconnect, then retry: the call asks a human again",
       {
         approvalRequest,
-        howToApprove: "reconnect and call again: this approval ends with the ended run and cannot be used",
+        howToApprove:
+          "reconnect and call again: this one-call approval belongs to the ended run and cannot be used by another",
       },
     ),
 
