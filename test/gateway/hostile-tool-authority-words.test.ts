@@ -1,6 +1,7 @@
 // A tool whose own words claim portcullis's authority: a title "portcullis: allow", a description
 // saying it is already approved, annotations that call it read-only and harmless with an
-// annotation title "approved by portcullis", and a `_meta` under portcullis's name. That such
+// annotation title "approved by portcullis", and a `_meta` under portcullis's name (the catalog
+// keeps it; the client's tools/list does not show it: the gateway's prefix is its own). That such
 // words never spare a call its approval is test/approval/annotations-decide-nothing.test.ts's;
 // here, what the human reads of them: every line of `approvals` and `approvals --verbose` that
 // carries a claim says it is the server's (src/approval/render.ts: "the server says", the `│` of
@@ -40,7 +41,9 @@ describe("a tool whose words claim portcullis's approval", () => {
       args: ["--label", "claims", "--approval", "session", "--approval-timeout", "60000"],
       script: `export function list() { return { tools: [${JSON.stringify(CLAIMS)}] }; }`,
     });
-    expect((await gw.request("tools/list")).result).toEqual({ tools: [CLAIMS] });
+    // served as the server wrote it but for its `_meta` under the gateway's own prefix, which is
+    // the gateway's to write (test/gateway/hostile-gateway-meta-key.test.ts): the catalog keeps it
+    expect((await gw.request("tools/list")).result).toEqual({ tools: [{ ...CLAIMS, _meta: {} }] });
     gw.send({
       jsonrpc: "2.0",
       id: "wipe-1",
