@@ -8,10 +8,10 @@
 // writes under a key beginning `portcullis/` (any case) at the top of a message's `_meta` is
 // taken out, with a warning; the rest of its `_meta` goes on.
 // Real gateway, real pipes, the hostile-asker fixture (its `send` tool writes the server's lines).
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { ASKER_FIXTURE } from "../helpers/asker.js";
+import { askerGateway, askerWireIdOf } from "../helpers/asker.js";
 import { makeCatalog } from "../helpers/catalog.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, type WireMessage } from "../helpers/gateway.js";
@@ -34,25 +34,11 @@ const FORGED = {
 /** what of FORGED may reach the client: the server's own key */
 const THEIRS = { "example.com/theirs": 1 };
 
-/** the id the fixture got the request of `method` with (the gateway's wire id), from its log */
-function wireIdOf(log: string, method: string): unknown {
-  if (!existsSync(log)) return undefined;
-  for (const l of readFileSync(log, "utf8").split("\n")) {
-    if (l === "") continue;
-    const m = JSON.parse(JSON.parse(l).line) as { id?: unknown; method?: string };
-    if (m.method === method) return m.id;
-  }
-  return undefined;
-}
-
 it("a server's _meta under the gateway's key portcullis/ reaches the client in no notification, result or request of the server's", async () => {
   const dir = tempDir();
   cleanup.push(() => removeDir(dir));
   const log = join(dir, "asker.log");
-  const peer = rawGateway({
-    args: ["--label", "asker", "--approval", "none", "--", NODE, ASKER_FIXTURE],
-    env: { FIXTURE_ASKER_LOG: log },
-  });
+  const peer = askerGateway(log);
   cleanup.push(() => peer.close());
   expect((await peer.initialize()).result, peer.stderr()).toBeDefined();
   expect((await peer.request("tools/list")).result).toBeDefined();
@@ -63,8 +49,8 @@ it("a server's _meta under the gateway's key portcullis/ reaches the client in n
   let callWire: unknown;
   let listWire: unknown;
   await waitFor(() => {
-    callWire = wireIdOf(log, "tools/call");
-    listWire = wireIdOf(log, "resources/templates/list");
+    callWire = askerWireIdOf(log, "tools/call");
+    listWire = askerWireIdOf(log, "resources/templates/list");
     return callWire !== undefined && listWire !== undefined;
   });
 
@@ -109,10 +95,7 @@ it("a gateway key under a _meta written twice, or spelt with an escape, is not r
   const dir = tempDir();
   cleanup.push(() => removeDir(dir));
   const log = join(dir, "asker.log");
-  const peer = rawGateway({
-    args: ["--label", "asker", "--approval", "none", "--", NODE, ASKER_FIXTURE],
-    env: { FIXTURE_ASKER_LOG: log },
-  });
+  const peer = askerGateway(log);
   cleanup.push(() => peer.close());
   expect((await peer.initialize()).result, peer.stderr()).toBeDefined();
   expect((await peer.request("tools/list")).result).toBeDefined();
@@ -121,8 +104,8 @@ it("a gateway key under a _meta written twice, or spelt with an escape, is not r
   let plain: unknown;
   let escaped: unknown;
   await waitFor(() => {
-    plain = wireIdOf(log, "resources/templates/list");
-    escaped = wireIdOf(log, "prompts/list");
+    plain = askerWireIdOf(log, "resources/templates/list");
+    escaped = askerWireIdOf(log, "prompts/list");
     return plain !== undefined && escaped !== undefined;
   });
   const twice = (id: unknown, list: string, key: string) =>

@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { NODE, REPO } from "./paths.js";
 import { type RawGateway, rawGateway } from "./raw.js";
@@ -14,4 +15,18 @@ export function askerGateway(log?: string): RawGateway {
     args: ["--label", "asker", "--approval", "none", "--", NODE, ASKER_FIXTURE],
     ...(log ? { env: { FIXTURE_ASKER_LOG: log } } : {}),
   });
+}
+
+/**
+ * The id the fixture got the request of `method` with (the gateway's wire id), from the log
+ * askerGateway(log) made it write; undefined until it has one.
+ */
+export function askerWireIdOf(log: string, method: string): unknown {
+  if (!existsSync(log)) return undefined;
+  for (const l of readFileSync(log, "utf8").split("\n")) {
+    if (l === "") continue;
+    const m = JSON.parse(JSON.parse(l).line) as { id?: unknown; method?: string };
+    if (m.method === method) return m.id;
+  }
+  return undefined;
 }
