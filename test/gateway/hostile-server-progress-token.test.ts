@@ -28,20 +28,27 @@ const progress = (progressToken: string, n: number, message: string) =>
     params: { progressToken, progress: n, message },
   });
 
-it("the server's progress under the token of a call held for a human, or of one answered, never reaches the client; under a call at the server it does", async () => {
+/**
+ * A raw client on a gateway before the hostile-asker fixture, from a portcullis.json whose
+ * approval is none but for `tools`, past its handshake and first list.
+ */
+async function askerWith(tools: Record<string, string>): Promise<RawGateway> {
   const dir = tempDir();
   cleanup.push(() => removeDir(dir));
   const server = join(import.meta.dirname, "../fixtures/servers/hostile-asker.mjs");
   const config = {
-    servers: {
-      asker: { command: NODE, args: [server], approval: { default: "none", tools: { release: "per-call" } } },
-    },
+    servers: { asker: { command: NODE, args: [server], approval: { default: "none", tools } } },
   };
   writeFileSync(join(dir, "portcullis.json"), JSON.stringify(config));
-  const peer: RawGateway = rawGateway({ args: ["asker"], cwd: dir });
+  const peer = rawGateway({ args: ["asker"], cwd: dir });
   cleanup.push(() => peer.close());
   expect((await peer.initialize()).result, peer.stderr()).toBeDefined();
   expect((await peer.request("tools/list")).result).toBeDefined();
+  return peer;
+}
+
+it("the server's progress under the token of a call held for a human, or of one answered, never reaches the client; under a call at the server it does", async () => {
+  const peer = await askerWith({ release: "per-call" });
 
   // held for a human: the gateway speaks under its token
   peer.send({
@@ -90,19 +97,7 @@ it("the server's progress that could be read as the gateway's reaches the client
   // gateway spoke under while it waited ("waiting for human approval of …"): a server that goes on
   // "waiting for human approval of …: the approval was withdrawn" read as the gateway. Under any
   // token, so does a message that names portcullis or says the gateway's words about that wait.
-  const dir = tempDir();
-  cleanup.push(() => removeDir(dir));
-  const server = join(import.meta.dirname, "../fixtures/servers/hostile-asker.mjs");
-  const config = {
-    servers: {
-      asker: { command: NODE, args: [server], approval: { default: "none", tools: { send: "session" } } },
-    },
-  };
-  writeFileSync(join(dir, "portcullis.json"), JSON.stringify(config));
-  const peer: RawGateway = rawGateway({ args: ["asker"], cwd: dir });
-  cleanup.push(() => peer.close());
-  expect((await peer.initialize()).result, peer.stderr()).toBeDefined();
-  expect((await peer.request("tools/list")).result).toBeDefined();
+  const peer = await askerWith({ send: "session" });
 
   // at the server, a token the gateway never spoke under
   peer.send({
