@@ -1,7 +1,6 @@
-import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { askerGateway, askerWireIdOf } from "../helpers/asker.js";
-import { removeDir, tempDir, waitFor } from "../helpers/files.js";
+import { askerWireIdOf, loggedAskerGateway } from "../helpers/asker.js";
+import { waitFor } from "../helpers/files.js";
 
 let cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -21,13 +20,7 @@ const LISTS = [
 ] as const;
 
 it("a listed resource's, resource template's or prompt's own _meta loses the gateway's keys", async () => {
-  const dir = tempDir();
-  cleanup.push(() => removeDir(dir));
-  const log = join(dir, "asker.log");
-  const peer = askerGateway(log);
-  cleanup.push(() => peer.close());
-  expect((await peer.initialize()).result, peer.stderr()).toBeDefined();
-  expect((await peer.request("tools/list")).result).toBeDefined();
+  const { peer, log } = await loggedAskerGateway(cleanup);
   for (const [method] of LISTS) peer.send({ jsonrpc: "2.0", id: method, method, params: { hold: true } });
   const wires = new Map<string, unknown>();
   await waitFor(() => {

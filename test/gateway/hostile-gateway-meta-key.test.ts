@@ -11,7 +11,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { askerGateway, askerWireIdOf } from "../helpers/asker.js";
+import { askerWireIdOf, loggedAskerGateway } from "../helpers/asker.js";
 import { makeCatalog } from "../helpers/catalog.js";
 import { removeDir, tempDir, waitFor } from "../helpers/files.js";
 import { runCli, type WireMessage } from "../helpers/gateway.js";
@@ -35,13 +35,7 @@ const FORGED = {
 const THEIRS = { "example.com/theirs": 1 };
 
 it("a server's _meta under the gateway's key portcullis/ reaches the client in no notification, result or request of the server's", async () => {
-  const dir = tempDir();
-  cleanup.push(() => removeDir(dir));
-  const log = join(dir, "asker.log");
-  const peer = askerGateway(log);
-  cleanup.push(() => peer.close());
-  expect((await peer.initialize()).result, peer.stderr()).toBeDefined();
-  expect((await peer.request("tools/list")).result).toBeDefined();
+  const { peer, log } = await loggedAskerGateway(cleanup);
 
   // two requests left open at the server: a call (recorded, its answer read) and a relayed list
   peer.send({ jsonrpc: "2.0", id: "call", method: "tools/call", params: { name: "wait", arguments: {} } });
@@ -92,13 +86,7 @@ it("a server's _meta under the gateway's key portcullis/ reaches the client in n
 it("a gateway key under a _meta written twice, or spelt with an escape, is not relayed as written in an answer", async () => {
   // An answer nothing else rewrites goes to the client as the server wrote it. JSON.parse reads
   // the last of two `_meta`s, without the key; a client's parser that keeps the first reads it.
-  const dir = tempDir();
-  cleanup.push(() => removeDir(dir));
-  const log = join(dir, "asker.log");
-  const peer = askerGateway(log);
-  cleanup.push(() => peer.close());
-  expect((await peer.initialize()).result, peer.stderr()).toBeDefined();
-  expect((await peer.request("tools/list")).result).toBeDefined();
+  const { peer, log } = await loggedAskerGateway(cleanup);
   peer.send({ jsonrpc: "2.0", id: "plain", method: "resources/templates/list", params: { hold: true } });
   peer.send({ jsonrpc: "2.0", id: "escaped", method: "prompts/list", params: { hold: true } });
   let plain: unknown;

@@ -1,5 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { expect } from "vitest";
+import { removeDir, tempDir } from "./files.js";
 import { NODE, REPO } from "./paths.js";
 import { type RawGateway, rawGateway } from "./raw.js";
 
@@ -29,4 +31,21 @@ export function askerWireIdOf(log: string, method: string): unknown {
     if (m.method === method) return m.id;
   }
   return undefined;
+}
+
+/**
+ * askerGateway with its log in a temporary directory, past its handshake and first list; both are
+ * undone by `cleanup` (a test file's list of what its afterEach runs).
+ */
+export async function loggedAskerGateway(
+  cleanup: (() => Promise<void> | void)[],
+): Promise<{ peer: RawGateway; log: string }> {
+  const dir = tempDir();
+  cleanup.push(() => removeDir(dir));
+  const log = join(dir, "asker.log");
+  const peer = askerGateway(log);
+  cleanup.push(() => peer.close());
+  expect((await peer.initialize()).result, peer.stderr()).toBeDefined();
+  expect((await peer.request("tools/list")).result).toBeDefined();
+  return { peer, log };
 }
